@@ -1,0 +1,132 @@
+"""TensorFlow's GRU block cell (tf GRUBlockCell and its ops GRUBlockCell / GRUBlockCellGrad), row-major.
+
+Parameters: w_ru (I+H, 2H) with columns [r | u], w_c (I+H, H), b_ru (2H), b_c (H). With [a, b] the
+concatenation along features:
+
+    r̄, ū = [x, h] w_ru + b_ru              r = σ(r̄), u = σ(ū)             (N, H) each
+    c̄    = [x, r ⊙ h] w_c + b_c             c = tanh(c̄)                    reset applied BEFORE the matmul
+    h'   = u ⊙ h + (1 − u) ⊙ c                                              u weights the OLD state
+
+Unlike PyTorch's GRU, the reset gate multiplies h before it meets the weights, and there is one bias per
+gate. The backward, as TensorFlow's kernel computes it (gru_ops.h):
+
+    d_c̄  = d_h ⊙ (1 − u) ⊙ (1 − c²)                 d_ū = d_h ⊙ (h − c) ⊙ u(1 − u)
+    [d_x₂ | d_hr] = d_c̄ w_cᵀ                          d_r̄ = d_hr ⊙ h ⊙ r(1 − r)
+    [d_x₁ | d_h₁] = [d_r̄ | d_ū] w_ruᵀ
+    d_x = d_x₁ + d_x₂                                 d_h_prev = d_h₁ + d_hr ⊙ r + d_h ⊙ u
+    d_w_ru = [x, h]ᵀ [d_r̄ | d_ū]     d_w_c = [x, r ⊙ h]ᵀ d_c̄     d_b_ru, d_b_c = column sums
+
+TensorFlow's documentation of GRUBlockCellGrad has seven errata against that kernel (the second term of
+d_x_component_1 and of d_h_prev_component_1 uses w_r where w_u is meant; ``+ u`` lacks ``d_h ⊙``; d_w_ru and
+d_w_c are swapped; d_u_bar uses h where h_prev is meant; biases are split in two; d_r_bar is never
+defined); the handout and the notebook show each one.
+"""
+import numpy as np
+
+from mytorch import functional as F
+from mytorch.nn.cell import Cache, RecurrentCell
+from mytorch.nn.init import constant, glorot_uniform
+
+
+def _check_op(op, x, h_prev, w_ru, w_c, b_ru, b_c, **more):
+    """The op's shape contract: x (N, I), h_prev (N, H), w_ru (I+H, 2H), w_c (I+H, H), b_ru (2H), b_c (H)."""
+    arrays = dict(x=x, h_prev=h_prev, w_ru=w_ru, w_c=w_c, b_ru=b_ru, b_c=b_c, **more)
+    for name, a in arrays.items():
+        if not isinstance(a, np.ndarray) or a.dtype.kind != "f":
+            raise TypeError(f"{op}: {name} must be a floating-point ndarray, got {type(a).__name__}"
+                            f"{'' if not isinstance(a, np.ndarray) else ' of dtype ' + str(a.dtype)}")
+    if x.ndim != 2 or h_prev.ndim != 2:
+        raise ValueError(f"{op}: x and h_prev must be 2-D (N, I) and (N, H), got {x.shape} and {h_prev.shape}")
+    (N, I), H = x.shape, h_prev.shape[1]
+    expected = dict(x=(N, I), h_prev=(N, H), w_ru=(I + H, 2 * H), w_c=(I + H, H), b_ru=(2 * H,), b_c=(H,),
+                    r=(N, H), u=(N, H), c=(N, H), d_h=(N, H))
+    for name, a in arrays.items():
+        if a.shape != expected[name]:
+            raise ValueError(f"{op}: {name} has shape {a.shape}, expected {expected[name]}")
+
+
+def gru_block_cell(x, h_prev, w_ru, w_c, b_ru, b_c):
+    """TensorFlow's GRUBlockCell op: one step forward. Returns ``(r, u, c, h)``, each (N, H)."""
+    _check_op("gru_block_cell", x, h_prev, w_ru, w_c, b_ru, b_c)
+    H = h_prev.shape[1]
+    # BEGIN SOLUTION
+    r_u_bar = np.concatenate([x, h_prev], axis=1) @ w_ru + b_ru       # N,2H
+    r = F.sigmoid(r_u_bar[:, :H])
+    u = F.sigmoid(r_u_bar[:, H:])
+    c_bar = np.concatenate([x, r * h_prev], axis=1) @ w_c + b_c       # N,H   reset before the matmul
+    c = np.tanh(c_bar)
+    h = u * h_prev + (1.0 - u) * c
+    # END SOLUTION
+    return r, u, c, h
+
+
+def gru_block_cell_grad(x, h_prev, w_ru, w_c, b_ru, b_c, r, u, c, d_h):
+    """TensorFlow's GRUBlockCellGrad op. Returns ``(d_x, d_h_prev, d_c_bar, d_r_bar_u_bar)``.
+
+    Shapes: d_x (N, I), d_h_prev (N, H), d_c_bar (N, H), d_r_bar_u_bar (N, 2H). The weight and bias
+    gradients are not outputs of the op (TensorFlow computes them in its Python wrapper; so does
+    ``GRUBlockCell.backward``).
+    """
+    _check_op("gru_block_cell_grad", x, h_prev, w_ru, w_c, b_ru, b_c, r=r, u=u, c=c, d_h=d_h)
+    I = x.shape[1]
+    # BEGIN SOLUTION
+    d_c_bar = d_h * (1.0 - u) * F.tanh_grad(c)                        # dh/dc = 1 - u;  dc/dc̄ = 1 - c²
+    d_u_bar = d_h * (h_prev - c) * F.sigmoid_grad(u)                  # dh/du = h_prev - c;  du/dū = u(1 - u)
+    d_x_2_hr = d_c_bar @ w_c.T                                        # N,I+H  = [d_x₂ | d_hr]
+    d_hr = d_x_2_hr[:, I:]                                            # dL/d(r ⊙ h_prev)
+    d_r_bar = d_hr * h_prev * F.sigmoid_grad(r)                       # d(r⊙h)/dr = h_prev;  dr/dr̄ = r(1 - r)
+    d_r_bar_u_bar = np.concatenate([d_r_bar, d_u_bar], axis=1)        # N,2H
+    d_x_1_h_1 = d_r_bar_u_bar @ w_ru.T                                # N,I+H  = [d_x₁ | d_h₁]
+    d_x = d_x_1_h_1[:, :I] + d_x_2_hr[:, :I]
+    d_h_prev = d_x_1_h_1[:, I:] + d_hr * r + d_h * u                  # via the gates, via r ⊙ h, and directly
+    # END SOLUTION
+    return d_x, d_h_prev, d_c_bar, d_r_bar_u_bar
+
+
+class GRUBlockCell(RecurrentCell):
+    """TensorFlow's GRU block cell (see the module docstring for the equations and TF's errata).
+
+    Args:
+        input_size (I), hidden_size (H): feature sizes (TensorFlow calls H ``cell_size``).
+        dtype: parameter and computation dtype (default float64).
+        rng: a numpy Generator or seed. As in TensorFlow's GRUBlockCell: w_ru and w_c Glorot-uniform,
+            b_ru = 1.0 (gates start mostly open), b_c = 0.0.
+
+    Attributes:
+        w_ru (I+H, 2H) columns [r | u], w_c (I+H, H), b_ru (2H), b_c (H).
+        After forward: x, hidden (= h_prev), r, u, c (N, ·), or 1-D for 1-D input.
+
+    Shapes: x (N, I) or (I,); state h (N, H) or (H,); returns h' of the same batch shape.
+    """
+
+    exposed = ("x", "hidden", "r", "u", "c")
+
+    def __init__(self, input_size, hidden_size, dtype=np.float64, rng=None):
+        super().__init__(input_size, hidden_size, dtype, rng)
+        I, H = input_size, hidden_size
+        self._add_param("w_ru", glorot_uniform(self.rng, (I + H, 2 * H)))
+        self._add_param("w_c", glorot_uniform(self.rng, (I + H, H)))
+        self._add_param("b_ru", constant(1.0)(self.rng, (2 * H,)))
+        self._add_param("b_c", constant(0.0)(self.rng, (H,)))
+
+    def forward(self, x, state=None):
+        """One step: returns h' (N, H) or (H,)."""
+        x, (h,), batched, _ = self._prepare(x, state)
+        r, u, c, h_t = gru_block_cell(x, h, **self.params)
+        return self._finish(Cache(x=x, hidden=h, r=r, u=u, c=c), (h_t,), batched)
+
+    def backward(self, d_state):
+        """Given dL/dh', accumulate gradients of w_ru, w_c, b_ru, b_c and return (dx, dh_prev)."""
+        cache, (dh_t,) = self._prepare_backward(d_state)
+        x, h, r = cache.x, cache.hidden, cache.r
+        d_x, d_h_prev, d_c_bar, d_r_bar_u_bar = gru_block_cell_grad(
+            x, h, **self.params, r=r, u=cache.u, c=cache.c, d_h=dh_t)
+        g = self.grads
+        # BEGIN SOLUTION
+        # the concatenations are rebuilt rather than cached: one (N, I+H) copy each, cheaper than keeping them
+        g["w_ru"] += np.concatenate([x, h], axis=1).T @ d_r_bar_u_bar       # (I+H,N)@(N,2H)
+        g["w_c"] += np.concatenate([x, r * h], axis=1).T @ d_c_bar          # (I+H,N)@(N,H)
+        g["b_ru"] += d_r_bar_u_bar.sum(axis=0)
+        g["b_c"] += d_c_bar.sum(axis=0)
+        # END SOLUTION
+        return self._finish_backward(cache, d_x, (d_h_prev,))

@@ -1,0 +1,169 @@
+"""A GRU cell with PyTorch's semantics and layout (torch.nn.GRUCell), plus the course interface of seed 003.
+
+Gates are stacked in the order r, z, n in weight_ih (3H, I), weight_hh (3H, H), bias_ih and bias_hh (3H):
+
+    r  = σ(x W_irᵀ + b_ir + h W_hrᵀ + b_hr)                  reset gate       (N, H)
+    z  = σ(x W_izᵀ + b_iz + h W_hzᵀ + b_hz)                  update gate      (N, H)
+    n  = tanh(x W_inᵀ + b_in + r ⊙ (h W_hnᵀ + b_hn))         candidate        (N, H)
+    h' = (1 − z) ⊙ n + z ⊙ h                                 z weights the OLD state
+
+b_hn sits inside the product with r (it is part of the recurrent term r gates), and z keeps the old state:
+both as PyTorch's code does. σ is the sigmoid, ⊙ the elementwise product.
+
+Backward, given dh' (N, H); let g_n = h W_hnᵀ + b_hn (cached):
+
+    dn   = dh' ⊙ (1 − z)             dz = dh' ⊙ (h − n)           dh ← dh' ⊙ z
+    da_n = dn ⊙ (1 − n²)             da_z = dz ⊙ z(1 − z)         da_r = da_n ⊙ g_n ⊙ r(1 − r)
+    dg_n = da_n ⊙ r
+    input rows   [da_r | da_z | da_n] = dA_x  (N, 3H):  dW_ih += dA_xᵀ x,  db_ih += Σ_N dA_x,  dx = dA_x W_ih
+    hidden rows  [da_r | da_z | dg_n] = dA_h  (N, 3H):  dW_hh += dA_hᵀ h,  db_hh += Σ_N dA_h,  dh += dA_h W_hh
+
+Course interface (seed 003): ``Wrx Wzx Wnx`` (H, I), ``Wrh Wzh Wnh`` (H, H), ``brx bzx bnx brh bzh bnh`` (H)
+are views of the stacked parameters, ``dWrx … dbnh`` views of the gradients, and
+``init_weights(Wrx, Wzx, Wnx, Wrh, Wzh, Wnh, brx, bzx, bnx, brh, bzh, bnh)`` sets them. After ``forward``
+the attributes ``x, hidden, r, z, n`` hold the step's values, 1-D for a 1-D input.
+"""
+import math
+
+import numpy as np
+
+from mytorch import functional as F
+from mytorch.nn.cell import Cache, RecurrentCell
+from mytorch.nn.init import uniform
+
+GATES = ("r", "z", "n")
+
+# seed-003 name -> (stacked parameter, gate index)
+COURSE_NAMES = {
+    f"{kind}{gate}{side}": (f"{'weight' if kind == 'W' else 'bias'}_{'ih' if side == 'x' else 'hh'}", k)
+    for kind in ("W", "b") for side in ("x", "h") for k, gate in enumerate(GATES)
+}
+COURSE_ORDER = ("Wrx", "Wzx", "Wnx", "Wrh", "Wzh", "Wnh", "brx", "bzx", "bnx", "brh", "bzh", "bnh")
+
+
+def _param_view(alias):
+    stacked, k = COURSE_NAMES[alias]
+
+    def get(self):
+        return self._gate_rows(self.params, stacked, k, alias)
+
+    def set_(self, value):
+        view = get(self)
+        value = np.asarray(value)
+        if value.shape != view.shape:
+            raise ValueError(f"GRUCell.{alias}: got shape {value.shape}, expected {view.shape}")
+        view[...] = value
+
+    return property(get, set_, doc=f"Rows of {stacked} for gate {GATES[k]} (a view: writes reach the parameter).")
+
+
+def _grad_view(alias):
+    stacked, k = COURSE_NAMES[alias]
+
+    def get(self):
+        return self._gate_rows(self.grads, stacked, k, "d" + alias)
+
+    def set_(self, value):
+        raise AttributeError(f"GRUCell.d{alias} is a view of grads['{stacked}'] (gate {GATES[k]}); backward "
+                             f"accumulates into self.grads['{stacked}'] instead of assigning d{alias}")
+
+    return property(get, set_, doc=f"Rows of grads['{stacked}'] for gate {GATES[k]} (a view).")
+
+
+class GRUCell(RecurrentCell):
+    """A gated recurrent unit step, as torch.nn.GRUCell (see the module docstring for the equations).
+
+    Args:
+        input_size (I), hidden_size (H): feature sizes.
+        bias: if False, no bias_ih / bias_hh.
+        dtype: parameter and computation dtype (default float64).
+        rng: a numpy Generator or seed; parameters are drawn from U(-1/sqrt(H), 1/sqrt(H)) as in PyTorch.
+
+    Attributes:
+        weight_ih (3H, I), weight_hh (3H, H), bias_ih (3H), bias_hh (3H): gates stacked r, z, n.
+        After forward: x, hidden, r, z, n (N, ·), or 1-D for 1-D input.
+
+    Shapes: x (N, I) or (I,); state h (N, H) or (H,); returns h' of the same batch shape.
+
+    Example::
+
+        cell = GRUCell(3, 4, rng=0)
+        h = cell.forward(np.ones(3))          # (4,)
+        dx, dh = cell.backward(np.ones(4))    # (3,), (4,)
+    """
+
+    exposed = ("x", "hidden", "r", "z", "n")
+
+    def __init__(self, input_size, hidden_size, bias=True, dtype=np.float64, rng=None):
+        super().__init__(input_size, hidden_size, dtype, rng)
+        self.bias = bool(bias)
+        init = uniform(1.0 / math.sqrt(hidden_size))
+        H = hidden_size
+        self._add_param("weight_ih", init(self.rng, (3 * H, input_size)))
+        self._add_param("weight_hh", init(self.rng, (3 * H, H)))
+        if self.bias:
+            self._add_param("bias_ih", init(self.rng, (3 * H,)))
+            self._add_param("bias_hh", init(self.rng, (3 * H,)))
+
+    def _gate_rows(self, arrays, stacked, k, alias):
+        if stacked not in arrays:
+            raise AttributeError(f"GRUCell.{alias}: this cell was built with bias=False")
+        H = self.hidden_size
+        return arrays[stacked][k * H:(k + 1) * H]
+
+    def init_weights(self, Wrx, Wzx, Wnx, Wrh, Wzh, Wnh, brx, bzx, bnx, brh, bzh, bnh):
+        """Set every parameter from the seed-003 pieces: W?x (H, I), W?h (H, H), b?? (H)."""
+        values = dict(zip(COURSE_ORDER, (Wrx, Wzx, Wnx, Wrh, Wzh, Wnh, brx, bzx, bnx, brh, bzh, bnh)))
+        for alias, value in values.items():                     # check all before changing any
+            expected = getattr(self, alias).shape
+            if np.shape(value) != expected:
+                raise ValueError(f"GRUCell.init_weights: {alias} has shape {np.shape(value)}, expected {expected}")
+        for alias, value in values.items():
+            setattr(self, alias, value)
+
+    def forward(self, x, state=None):
+        """One step: returns h' (N, H) or (H,). ``state`` is h_{t-1} (seed 003 calls it h_prev_t)."""
+        x, (h,), batched, _ = self._prepare(x, state)
+        p, H = self.params, self.hidden_size
+        b_ih = p["bias_ih"] if self.bias else 0.0
+        b_hh = p["bias_hh"] if self.bias else 0.0
+        # BEGIN SOLUTION
+        gx = x @ p["weight_ih"].T + b_ih                          # N,3H  input terms of r, z, n
+        gh = h @ p["weight_hh"].T + b_hh                          # N,3H  recurrent terms of r, z, n
+        r = F.sigmoid(gx[:, :H] + gh[:, :H])
+        z = F.sigmoid(gx[:, H:2 * H] + gh[:, H:2 * H])
+        g_n = gh[:, 2 * H:]                                       # h W_hnᵀ + b_hn: cached, da_r needs it
+        n = np.tanh(gx[:, 2 * H:] + r * g_n)
+        h_t = (1.0 - z) * n + z * h
+        # END SOLUTION
+        return self._finish(Cache(x=x, hidden=h, r=r, z=z, n=n, g_n=g_n), (h_t,), batched)
+
+    def backward(self, d_state):
+        """Given dL/dh' (seed 003 calls it delta), accumulate gradients and return (dx, dh_prev)."""
+        cache, (dh_t,) = self._prepare_backward(d_state)
+        p, g = self.params, self.grads
+        x, h, r, z, n = cache.x, cache.hidden, cache.r, cache.z, cache.n
+        # BEGIN SOLUTION
+        dn = dh_t * (1.0 - z)                                     # dh'/dn = 1 - z
+        dz = dh_t * (h - n)                                       # dh'/dz = h - n
+        da_n = dn * F.tanh_grad(n)                                # dn/da_n = 1 - n²
+        da_z = dz * F.sigmoid_grad(z)                             # dz/da_z = z(1 - z)
+        dg_n = da_n * r                                           # da_n/dg_n = r
+        da_r = da_n * cache.g_n * F.sigmoid_grad(r)               # da_n/dr = g_n;  dr/da_r = r(1 - r)
+        dA_x = np.concatenate([da_r, da_z, da_n], axis=1)        # N,3H  d(x W_ihᵀ + b_ih)
+        dA_h = np.concatenate([da_r, da_z, dg_n], axis=1)        # N,3H  d(h W_hhᵀ + b_hh)
+        g["weight_ih"] += dA_x.T @ x
+        g["weight_hh"] += dA_h.T @ h
+        if self.bias:
+            g["bias_ih"] += dA_x.sum(axis=0)
+            g["bias_hh"] += dA_h.sum(axis=0)
+        dx = dA_x @ p["weight_ih"]
+        dh = dA_h @ p["weight_hh"] + dh_t * z                     # through the gates, and directly: dh'/dh = z
+        # END SOLUTION
+        return self._finish_backward(cache, dx, (dh,))
+
+
+for _alias in COURSE_ORDER:
+    setattr(GRUCell, _alias, _param_view(_alias))
+    setattr(GRUCell, "d" + _alias, _grad_view(_alias))
+del _alias
