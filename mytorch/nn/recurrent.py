@@ -102,6 +102,7 @@ class Recurrent(Module):
             cell.clear_tape()
         self._tape.clear()                           # a new sequence; an unfinished one is dropped
         outputs = []
+        # BEGIN SOLUTION
         for t in range(X.shape[0]):
             inp = X[t]
             for layer, cell in enumerate(self.cells):
@@ -111,6 +112,7 @@ class Recurrent(Module):
                     raise type(error)(f"{type(self).__name__}.forward, layer {layer}, step {t}: {error}") from None
                 inp = states[layer] if self._stacked else states[layer][0]
             outputs.append(inp)
+        # END SOLUTION
         Y = np.stack(outputs)                        # T,N,H or T,H
         self._record(Cache(steps=X.shape[0], y_shape=Y.shape, batched=X.ndim == 3))
         if Y.ndim == 3 and self.batch_first:
@@ -130,12 +132,14 @@ class Recurrent(Module):
             self._tape.append(record)                # a rejected call consumes nothing
             raise
         dX = []
+        # BEGIN SOLUTION
         for t in reversed(range(record.steps)):
             d_inp = dY[t]
             for layer in reversed(range(self.num_layers)):
                 d_state = self._add_to_h(d_states[layer], d_inp)
                 d_inp, d_states[layer] = self.cells[layer].backward(d_state)
             dX.append(d_inp)
+        # END SOLUTION
         dX = np.stack(dX[::-1])
         if dX.ndim == 3 and self.batch_first:
             dX = dX.transpose(1, 0, 2)

@@ -154,9 +154,9 @@ class TGRUCell(RecurrentCell):
         dx = dA @ p["weight_ih"] + dm_t                                      # x feeds the gates and is m'
         dh = dh_t * f                                                        # dh'/dh = f: elementwise, linear
         dm = dA @ p["weight_hh"]
-        # END SOLUTION
         if cache.from_params[0]:
             g["hidden_state"] += dh.sum(axis=0)                              # repeated over the batch: sum back
         if cache.from_params[1]:
             g["memory"] += dm.sum(axis=0)
+        # END SOLUTION
         return self._finish_backward(cache, dx, (dh, dm))

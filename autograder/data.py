@@ -1,0 +1,112 @@
+"""The reference data: one compressed ``.npz`` per part under ``autograder/data/``, and a manifest of sha256 sums.
+
+A part's file holds, for case k: ``k:in:NAME`` (inputs), ``k:out:NAME`` (expected outputs) and
+``k:hint:ID:NAME`` (what known mistake ID produces where it differs), plus ``__configs__`` and
+``__hints__`` (JSON). Loading uses ``allow_pickle=False`` and checks the file's sha256 against the manifest
+first; any problem is a ``ReferenceDataError`` whose message names the file.
+"""
+import dataclasses
+import hashlib
+import json
+import os
+
+import numpy as np
+
+DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+MANIFEST = "manifest.json"
+
+
+class ReferenceDataError(Exception):
+    """The reference data is missing, modified or unreadable; the message says which file and what to do."""
+
+
+@dataclasses.dataclass
+class PartData:
+    configs: list
+    inputs: list                 # per case: {name: array}
+    expected: list               # per case: {name: array}
+    variants: list               # per case: {name: [(hint text, array), …]}
+
+
+def file_name(part_number):
+    return f"part_{part_number}.npz"
+
+
+def sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 16), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def read_manifest(data_dir=DATA_DIR):
+    path = os.path.join(data_dir, MANIFEST)
+    try:
+        with open(path) as f:
+            manifest = json.load(f)
+        manifest["files"]
+    except FileNotFoundError:
+        raise ReferenceDataError(f"the reference data manifest {path} is missing: restore autograder/data/ "
+                                 "from the handout (instructors: python -m autograder.generate)") from None
+    except (ValueError, KeyError, TypeError):
+        raise ReferenceDataError(f"the reference data manifest {path} is damaged: restore it from the handout") from None
+    return manifest
+
+
+def load_part(part_number, data_dir=DATA_DIR, manifest=None):
+    """The verified reference data of one part."""
+    manifest = manifest if manifest is not None else read_manifest(data_dir)
+    name = file_name(part_number)
+    path = os.path.join(data_dir, name)
+    if name not in manifest["files"]:
+        raise ReferenceDataError(f"{path} is not listed in the manifest: the reference data is incomplete")
+    if not os.path.exists(path):
+        raise ReferenceDataError(f"the reference data file {path} is missing: restore it from the handout")
+    if sha256(path) != manifest["files"][name]:
+        raise ReferenceDataError(f"the reference data file {path} has been modified (its sha256 does not match "
+                                 "the manifest): restore it from the handout")
+    try:
+        return _read(path)
+    except Exception as error:
+        raise ReferenceDataError(f"the reference data file {path} cannot be read ({type(error).__name__}: {error})") from None
+
+
+def _read(path):
+    with np.load(path, allow_pickle=False) as data:
+        configs = json.loads(str(data["__configs__"]))
+        hints = json.loads(str(data["__hints__"]))
+        inputs, expected, variants = ([{} for _ in configs] for _ in range(3))
+        for key in data.files:
+            if key.startswith("__"):
+                continue
+            k, kind, rest = key.split(":", 2)
+            k = int(k)
+            if kind == "in":
+                inputs[k][rest] = data[key]
+            elif kind == "out":
+                expected[k][rest] = data[key]
+            elif kind == "hint":
+                hint_id, name = rest.split(":", 1)
+                variants[k].setdefault(name, []).append((hints[hint_id], data[key]))
+    return PartData(configs, inputs, expected, variants)
+
+
+def write_part(part_number, configs, inputs, expected, variants, hints, data_dir=DATA_DIR):
+    """Write one part's file. ``variants``: per case {hint id: {name: array}}; ``hints``: {hint id: text}."""
+    arrays = {"__configs__": np.array(json.dumps(configs)), "__hints__": np.array(json.dumps(hints))}
+    for k in range(len(configs)):
+        arrays.update({f"{k}:in:{n}": v for n, v in inputs[k].items()})
+        arrays.update({f"{k}:out:{n}": v for n, v in expected[k].items()})
+        for hint_id, outputs in variants[k].items():
+            arrays.update({f"{k}:hint:{hint_id}:{n}": v for n, v in outputs.items()})
+    path = os.path.join(data_dir, file_name(part_number))
+    np.savez_compressed(path, **arrays)
+    return path
+
+
+def write_manifest(seed, part_numbers, data_dir=DATA_DIR):
+    files = {file_name(n): sha256(os.path.join(data_dir, file_name(n))) for n in part_numbers}
+    with open(os.path.join(data_dir, MANIFEST), "w") as f:
+        json.dump({"seed": seed, "generator": "python -m autograder.generate", "files": files}, f, indent=1)
+        f.write("\n")

@@ -1,0 +1,200 @@
+"""Runs one part's cases against a ``mytorch`` package, inside the child process, and reports plain data.
+
+This is the only grader code that touches a submission. It is loaded by file path in the child, never
+imported by the grading process. It computes nothing itself: it builds the cell or layer, feeds the case's
+inputs, and collects what comes back (plus what kind of object each value was, which inputs or parameters
+were changed in place, and where an error was raised). Judging happens in the parent.
+"""
+import json
+import os
+import traceback
+
+import numpy as np
+
+CELL_STATES = {"RNNCell": ("h",), "GRUCell": ("h",), "GRUBlockCell": ("h",), "GMUCell": ("h", "c"),
+               "TGRUCell": ("h", "m")}
+EXPOSED = {"RNNCell": (), "GRUCell": ("r", "z", "n"), "GRUBlockCell": ("r", "u", "c"), "GMUCell": ("i", "m", "o"),
+           "TGRUCell": ("z", "f", "o")}
+LAYERS = {"RNNCell": "RNN", "GRUCell": "GRU", "GRUBlockCell": "GRUBlock", "GMUCell": "GMU", "TGRUCell": "TGRU"}
+COURSE = ("Wrx", "Wzx", "Wnx", "Wrh", "Wzh", "Wnh", "brx", "bzx", "bnx", "brh", "bzh", "bnh")
+
+
+def describe(value):
+    """What kind of object ``value`` is, in words a student recognises."""
+    t = type(value)
+    if t is np.ndarray:
+        return f"numpy.ndarray of dtype {value.dtype}"
+    if isinstance(value, np.ndarray):
+        return f"{t.__module__}.{t.__qualname__} (a subclass of numpy.ndarray)"
+    return f"{t.__module__}.{t.__qualname__}".replace("builtins.", "")
+
+
+class Recorder:
+    """Collects one case's outputs: plain numeric ndarrays are kept, everything else is described."""
+
+    def __init__(self):
+        self.arrays, self.types = {}, {}
+
+    def put(self, name, value):
+        self.types[name] = describe(value)
+        if type(value) is np.ndarray and value.dtype.kind in "fiub":
+            self.arrays[name] = value.copy()
+
+    def put_state(self, prefix, names, state):
+        parts = state if isinstance(state, tuple) and len(names) > 1 else (state,)
+        if len(parts) != len(names):
+            self.types[prefix] = f"{describe(state)} of length {len(parts)}, expected {len(names)} parts"
+            return
+        for name, part in zip(names, parts):
+            self.put(f"{prefix}{name}", part)
+
+
+def _state(inputs, prefix, count):
+    parts = tuple(inputs.get(f"{prefix}/{k}") for k in range(count))
+    if all(p is None for p in parts):
+        return None
+    return parts[0] if count == 1 else parts
+
+
+def _params(inputs):
+    return {k[len("param/"):]: v for k, v in inputs.items() if k.startswith("param/")}
+
+
+def _check_unchanged(module_params, params, out):
+    for name, value in params.items():
+        if name in module_params and not np.array_equal(module_params[name], value):
+            out.mutated.append(f"parameter {name}")
+
+
+def cell_case(mytorch, config, inputs, out):
+    cls = getattr(mytorch.nn, config["cell"])
+    names = CELL_STATES[config["cell"]]
+    cell = cls(config["I"], config["H"], **config["flags"])
+    params = _params(inputs)
+    if config["interface"] == "course":
+        H = config["H"]
+        pieces = [params[f"weight_{side}"][k * H:(k + 1) * H] for side in ("ih", "hh") for k in range(3)]
+        pieces += [params[f"bias_{side}"][k * H:(k + 1) * H] for side in ("ih", "hh") for k in range(3)]
+        cell.init_weights(*[p.copy() for p in pieces])
+    else:
+        cell.load_state_dict({k: v.copy() for k, v in params.items()})
+    state = _state(inputs, "state", len(names))
+    for step in range(config["steps"]):
+        state = cell.forward(inputs["x"][step], state)
+    if config["kind"] == "forward":
+        out.record.put_state("", [f"{n}_t" for n in names], state)
+        for attr in EXPOSED[config["cell"]] + (("x", "hidden") if config["interface"] == "course" else ()):
+            out.record.put(attr, getattr(cell, attr, None))
+    if config["cell"] == "GRUBlockCell" and config["kind"] == "forward":
+        # the op is 2-D only; the case's own arrays are passed, so a change made in place is seen
+        x, h = np.atleast_2d(inputs["x"][0]), np.atleast_2d(inputs["state/0"])
+        for name, value in zip(("r", "u", "c", "h"), mytorch.nn.gru_block_cell(x, h, **params)):
+            out.record.put(f"op/{name}", value)
+    _check_unchanged(cell.params, params, out)
+    if config["kind"] != "backward":
+        return
+    d_future, dxs = None, []
+    for step in reversed(range(config["steps"])):
+        upstream = [inputs[f"d_state/{k}"][step] for k in range(len(names))]
+        if d_future is not None:
+            carried = d_future if len(names) > 1 else (d_future,)
+            upstream = [u + c for u, c in zip(upstream, carried)]
+        d_state = tuple(upstream) if len(names) > 1 else upstream[0]
+        dx, d_future = cell.backward(d_state)
+        dxs.append(dx)
+    out.record.put("dx", np.stack(dxs[::-1]) if all(type(d) is np.ndarray for d in dxs) else dxs[0])
+    out.record.put_state("d", [f"{n}_prev" for n in names], d_future)
+    for name in params:
+        out.record.put(f"grad/{name}", cell.grads.get(name))
+    if config["interface"] == "course":
+        for alias in COURSE:
+            out.record.put(f"d{alias}", getattr(cell, f"d{alias}", None))
+    if config["cell"] == "GRUBlockCell":
+        x, h = np.atleast_2d(inputs["x"][0]), np.atleast_2d(inputs["state/0"])
+        op_in = {k: inputs[f"op/{k}"] for k in ("r", "u", "c", "d_h")}
+        grads = mytorch.nn.gru_block_cell_grad(x, h, **params, **op_in)
+        for name, value in zip(("d_x", "d_h_prev", "d_c_bar", "d_r_bar_u_bar"), grads):
+            out.record.put(f"op/{name}", value)
+    _check_unchanged(cell.params, params, out)
+
+
+def _layer_state(inputs, prefix, layers, count):
+    per_layer = [_state(inputs, f"{prefix}/{layer}", count) for layer in range(layers)]
+    if all(s is None for s in per_layer):
+        return None
+    return np.stack(per_layer) if count == 1 else per_layer
+
+
+def sequence_case(mytorch, config, inputs, out):
+    names = CELL_STATES[config["cell"]]
+    L = config["layers"]
+    layer = getattr(mytorch.nn, LAYERS[config["cell"]])(config["I"], config["H"], num_layers=L,
+                                                          batch_first=config["batch_first"], **config["flags"])
+    params = _params(inputs)
+    layer.load_state_dict({k: v.copy() for k, v in params.items()})
+    Y, state_T = layer.forward(inputs["X"], _layer_state(inputs, "state0", L, len(names)))
+    out.record.put("Y", Y)
+    _put_layer_state(out, "state_T", names, state_T, L)
+    dX, d_state0 = layer.backward(inputs["dY"], _layer_state(inputs, "d_state_T", L, len(names)))
+    out.record.put("dX", dX)
+    if "state0/0/0" in inputs:
+        _put_layer_state(out, "d_state0", names, d_state0, L)
+    for name in params:
+        out.record.put(f"grad/{name}", layer.grads.get(name))
+    _check_unchanged(layer.params, params, out)
+
+
+def _put_layer_state(out, prefix, names, states, layers):
+    try:
+        per_layer = [states[layer] for layer in range(layers)]
+    except Exception:                                   # not indexable by layer
+        out.record.put(prefix, states)
+        return
+    for layer, state in enumerate(per_layer):
+        out.record.put_state(f"{prefix}/{layer}/", names, tuple(state) if len(names) > 1 else state)
+
+
+class CaseResult:
+    def __init__(self):
+        self.record = Recorder()
+        self.status, self.error, self.where, self.mutated = "ok", "", "", []
+
+
+def where_in(error, root):
+    """The last traceback line inside the submission, as 'mytorch/nn/gru_cell.py:87 in backward'."""
+    root = os.path.realpath(root)
+    frames = [f for f in traceback.extract_tb(error.__traceback__)
+              if os.path.realpath(f.filename).startswith(root + os.sep)]
+    if not frames:
+        return ""
+    f = frames[-1]
+    return f"{os.path.relpath(os.path.realpath(f.filename), root)}:{f.lineno} in {f.name}: {(f.line or '').strip()}"
+
+
+def run_case(mytorch, root, config, inputs):
+    result = CaseResult()
+    originals = {k: v.copy() for k, v in inputs.items()}
+    try:
+        (sequence_case if config["kind"] == "sequence" else cell_case)(mytorch, config, inputs, result)
+    except NotImplementedError as error:
+        result.status, result.error = "not_implemented", str(error)
+        result.where = where_in(error, root)
+    except BaseException as error:                      # SystemExit and KeyboardInterrupt included
+        result.status, result.error = "error", f"{type(error).__name__}: {error}"[:2000]
+        result.where = where_in(error, root)
+    for name, value in originals.items():
+        if not np.array_equal(inputs[name], value):
+            result.mutated.append(f"input {name}")
+    return result
+
+
+def run(mytorch, root, configs, inputs_list):
+    """Every case; returns ``(arrays, report)`` ready for ``np.savez``."""
+    arrays, report = {}, []
+    for k, (config, inputs) in enumerate(zip(configs, inputs_list)):
+        result = run_case(mytorch, root, config, inputs)
+        for name, value in result.record.arrays.items():
+            arrays[f"{k}:{name}"] = value
+        report.append({"status": result.status, "error": result.error, "where": result.where,
+                       "types": result.record.types, "mutated": result.mutated})
+    return arrays, json.dumps(report)

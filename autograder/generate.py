@@ -1,0 +1,115 @@
+"""Instructor only: build the reference data from fixed seeds with the solution in this repository.
+
+    python -m autograder.generate            # write autograder/data/*.npz and manifest.json
+    python -m autograder.generate --check    # recompute and compare with what is stored (exit 1 if not equal)
+
+Cases come from ``spec.make_cases(part, seed)``. Expected outputs are computed by the same child process
+the students' code runs in, on this repository's solution. For every known mistake that carries a hint
+(``mistakes.HINTED``), the solution is copied with that mistake applied and run too; where its outputs
+differ from the solution's, they are stored, so the grader can recognise the mistake in a student's arrays.
+Not shipped in the student handout.
+"""
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+
+import numpy as np
+
+from autograder import compare, data, sandbox, spec
+
+SEED = 11785
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run_solution(root, part, configs, inputs):
+    """Outputs per case of the mytorch in ``root``; None for a case that raised (a mistake may crash)."""
+    outcome = sandbox.run_child(root, configs, inputs, timeout=60)
+    if outcome.failure:
+        raise RuntimeError(f"part {part.number}: the code in {root} {outcome.failure}\n{outcome.output}")
+    return [None if r["status"] != "ok" else {name: a for (case, name), a in outcome.arrays.items() if case == k}
+            for k, r in enumerate(outcome.reports)], outcome.reports
+
+
+def mutated_copy(mistake, into):
+    """A copy of this repository's mytorch with ``mistake`` applied, under the folder ``into``."""
+    shutil.copytree(os.path.join(REPO, "mytorch"), os.path.join(into, "mytorch"),
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    mistake.apply(into)
+    return into
+
+
+def build_part(part, seed, with_hints=True):
+    """(configs, inputs, expected, variants, hints) for one part."""
+    from autograder import mistakes                               # instructor-only module
+
+    cases = spec.make_cases(part, seed)
+    configs, inputs = [c for c, _ in cases], [i for _, i in cases]
+    expected, reports = run_solution(REPO, part, configs, inputs)
+    for k, (outputs, report) in enumerate(zip(expected, reports)):
+        if outputs is None:
+            raise RuntimeError(f"part {part.number} case {k + 1}: the solution raised {report['error']} at {report['where']}")
+    variants, hints = [{} for _ in configs], {}
+    for mistake in (mistakes.HINTED if with_hints else ()):
+        if part.number not in mistake.parts:
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            outputs, _ = run_solution(mutated_copy(mistake, tmp), part, configs, inputs)
+        for k, case_outputs in enumerate(outputs):
+            differing = {name: a for name, a in (case_outputs or {}).items()
+                         if name in expected[k] and not compare.close(a, expected[k][name])}
+            if differing:
+                variants[k][mistake.id] = differing
+                hints[mistake.id] = mistake.hint
+    return configs, inputs, expected, variants, hints
+
+
+def generate(seed=SEED, parts=spec.PARTS):
+    os.makedirs(data.DATA_DIR, exist_ok=True)
+    for part in parts:
+        data.write_part(part.number, *build_part(part, seed))
+        print(f"part {part.number}: {data.file_name(part.number)}")
+    data.write_manifest(seed, [p.number for p in spec.PARTS])
+
+
+def check(seed=None):
+    """Recompute every part and compare with the stored data; return the list of differences."""
+    manifest = data.read_manifest()
+    seed = manifest["seed"] if seed is None else seed
+    problems = []
+    for part in spec.PARTS:
+        stored = data.load_part(part.number, manifest=manifest)
+        configs, inputs, expected, variants, _ = build_part(part, seed)
+        if configs != stored.configs:
+            problems.append(f"part {part.number}: the case configs differ")
+            continue
+        for k in range(len(configs)):
+            for kind, mine, theirs in (("input", inputs[k], stored.inputs[k]), ("output", expected[k], stored.expected[k])):
+                if mine.keys() != theirs.keys():
+                    problems.append(f"part {part.number} case {k + 1}: {kind} names differ")
+                for name in mine.keys() & theirs.keys():
+                    if not np.array_equal(mine[name], theirs[name]) and not compare.close(mine[name], theirs[name]):
+                        problems.append(f"part {part.number} case {k + 1}: {kind} {name} differs")
+            stored_hints = {n for n in stored.variants[k]}
+            fresh_hints = {n for outputs in variants[k].values() for n in outputs}
+            if stored_hints != fresh_hints:
+                problems.append(f"part {part.number} case {k + 1}: hinted arrays differ")
+    return problems
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m autograder.generate", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seed", type=int, default=SEED)
+    parser.add_argument("--check", action="store_true", help="compare a fresh computation with the stored data")
+    args = parser.parse_args(argv)
+    if args.check:
+        problems = check()
+        print("\n".join(problems) if problems else "reference data matches the solution")
+        return 1 if problems else 0
+    generate(args.seed)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

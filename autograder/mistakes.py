@@ -1,0 +1,159 @@
+"""Instructor only: a catalogue of realistic mistakes, written as edits to the solution source.
+
+Each ``Mistake`` replaces ``old`` by ``new`` in one file of ``mytorch`` (``count`` occurrences; 0 = all) and
+names the parts it must cost points on. Those with a ``hint`` are run by the generator so that the grader
+recognises their outputs (``HINTED``); the test suite applies every one and checks that the grader takes
+points off those parts and, for the hinted ones, says the hint. Not shipped in the student handout.
+"""
+import dataclasses
+import os
+
+
+@dataclasses.dataclass(frozen=True)
+class Mistake:
+    id: str
+    path: str                    # inside mytorch/
+    old: str
+    new: str
+    parts: tuple                 # the parts that must lose points
+    hint: str = ""               # text the grader's output must contain ('' for none expected)
+    variant: bool = False        # the generator stores this mistake's outputs, and ``hint`` is the text to show
+    count: int = 1               # occurrences to replace; 0 = all
+
+    def apply(self, root):
+        path = os.path.join(root, "mytorch", self.path)
+        with open(path) as f:
+            source = f.read()
+        found = source.count(self.old)
+        if found == 0 or (self.count and found < self.count):
+            raise ValueError(f"mistake {self.id}: {self.old!r} occurs {found} times in {self.path}")
+        with open(path, "w") as f:
+            f.write(source.replace(self.old, self.new, self.count if self.count else -1))
+
+
+# hints recognised from stored outputs of the mistake itself
+SWAPPED_ACTIVATION = ("these values are what σ and tanh swapped in one place would give: check each gate's "
+                      "activation against the equations (gates squash into (0, 1) with σ; candidates use tanh)")
+Z_SWAPPED = ("these values are what z and 1 − z swapped would give: PyTorch's GRU keeps the OLD state with z, "
+             "h' = (1 − z) ⊙ n + z ⊙ h")
+U_SWAPPED = ("these values are what u and 1 − u swapped would give: TensorFlow's block cell keeps the OLD state "
+             "with u, h' = u ⊙ h_prev + (1 − u) ⊙ c")
+M_SWAPPED = ("these values are what m and 1 − m swapped would give: the GMU takes the NEW input with m, "
+             "h' = (1 − m) ⊙ c + m ⊙ i")
+NOT_ACCUMULATED = ("these gradients are those of the last backward step alone: when one cell runs several steps, "
+                   "each backward must ADD to the parameter gradients (+=), not replace them (=)")
+ERRATUM_W_U = ("this matches TensorFlow's documented formula for d_x/d_h_prev component 1, which has an erratum: "
+               "the update-gate term uses w_u (columns H: of w_ru), not w_r again")
+ERRATUM_D_H_U = ("this matches TensorFlow's documented d_h_prev = … + d_hr ∘ r + u, which has an erratum: the "
+                 "direct path is d_h ∘ u")
+# hints recognised by transforming the reference or from an error (compare.py); a substring suffices
+TRANSPOSED = "is the transpose of the expected array"
+SIGN = "opposite sign"
+GATE_ORDER = "gate blocks in the wrong order"
+BATCH_MEAN = "divided by the batch size"
+MATMUL = "`@` is a matrix product"
+FLOAT32 = "converts to float32"
+
+RNN, GRU, GB, GMU, TGRU, SEQ = "nn/rnn_cell.py", "nn/gru_cell.py", "nn/gru_block_cell.py", "nn/gmu_cell.py", \
+    "nn/tgru_cell.py", "nn/recurrent.py"
+ALL_SEQ = ("6.1", "6.2", "6.3", "6.4", "6.5")
+
+CATALOGUE = (
+    # ---- RNN cell
+    Mistake("rnn-sigmoid-for-tanh", RNN, "h_t = np.tanh(a) if", "h_t = F.sigmoid(a) if", ("1.1", "1.2", "6.1"),
+            SWAPPED_ACTIVATION, variant=True),
+    Mistake("rnn-missing-bias-hh", RNN, ' + h @ p["weight_hh"].T + self._bias("bias_hh")', ' + h @ p["weight_hh"].T',
+            ("1.1", "1.2", "6.1")),
+    Mistake("rnn-no-activation-derivative", RNN, "da = dh_t * act_grad", "da = dh_t", ("1.2", "6.1")),
+    Mistake("rnn-dx-transposed", RNN, 'dx = da @ p["weight_ih"]', 'dx = (da @ p["weight_ih"]).T', ("1.2", "6.1"),
+            TRANSPOSED),
+    Mistake("rnn-dh-sign", RNN, 'dh = da @ p["weight_hh"]', 'dh = -(da @ p["weight_hh"])', ("1.2", "6.1"), SIGN),
+    Mistake("rnn-relu-derivative-of-tanh", RNN, "F.relu_grad(cache.h_t)", "F.tanh_grad(cache.h_t)", ("1.2",)),
+    Mistake("rnn-bias-grad-averaged", RNN, 'g["bias_ih"] += da.sum(axis=0)', 'g["bias_ih"] += da.mean(axis=0)',
+            ("1.2", "6.1"), BATCH_MEAN),
+    Mistake("rnn-grad-assigned", RNN, 'g["weight_ih"] += da.T @ cache.x', 'g["weight_ih"][...] = da.T @ cache.x',
+            ("1.2", "6.1"), NOT_ACCUMULATED, variant=True),
+    Mistake("rnn-dW-uses-new-state", RNN, 'g["weight_hh"] += da.T @ cache.hidden', 'g["weight_hh"] += da.T @ cache.h_t',
+            ("1.2", "6.1")),
+    # ---- GRU cell
+    Mistake("gru-z-swapped", GRU, "h_t = (1.0 - z) * n + z * h", "h_t = z * n + (1.0 - z) * h", ("2.1", "6.2"),
+            Z_SWAPPED, variant=True),
+    Mistake("gru-r-tanh", GRU, "r = F.sigmoid(gx[:, :H] + gh[:, :H])", "r = np.tanh(gx[:, :H] + gh[:, :H])",
+            ("2.1", "2.2", "6.2"), SWAPPED_ACTIVATION, variant=True),
+    Mistake("gru-n-sigmoid", GRU, "n = np.tanh(gx[:, 2 * H:] + r * g_n)", "n = F.sigmoid(gx[:, 2 * H:] + r * g_n)",
+            ("2.1", "2.2", "6.2"), SWAPPED_ACTIVATION, variant=True),
+    Mistake("gru-r-matmul-h", GRU, "n = np.tanh(gx[:, 2 * H:] + r * g_n)", "n = np.tanh(gx[:, 2 * H:] + r @ g_n)",
+            ("2.1", "2.2", "6.2"), MATMUL),
+    Mistake("gru-b-hn-outside-r", GRU, "n = np.tanh(gx[:, 2 * H:] + r * g_n)",
+            'n = np.tanh(gx[:, 2 * H:] + r * (g_n - b_hh[2 * H:]) + b_hh[2 * H:])', ("2.1", "2.2", "6.2")),
+    Mistake("gru-z-reads-r-chunk", GRU, "z = F.sigmoid(gx[:, H:2 * H] + gh[:, H:2 * H])",
+            "z = F.sigmoid(gx[:, H:2 * H] + gh[:, :H])", ("2.1", "2.2", "6.2")),
+    Mistake("gru-gate-grads-out-of-order", GRU, "dA_x = np.concatenate([da_r, da_z, da_n], axis=1)",
+            "dA_x = np.concatenate([da_z, da_r, da_n], axis=1)", ("2.2", "6.2"), GATE_ORDER),
+    Mistake("gru-no-direct-path", GRU, 'dh = dA_h @ p["weight_hh"] + dh_t * z', 'dh = dA_h @ p["weight_hh"]',
+            ("2.2", "6.2")),
+    Mistake("gru-dz-sign", GRU, "dz = dh_t * (h - n)", "dz = dh_t * (n - h)", ("2.2", "6.2")),
+    Mistake("gru-dg-n-without-r", GRU, "dg_n = da_n * r", "dg_n = da_n", ("2.2", "6.2")),
+    Mistake("gru-stale-cache", GRU, "x, h, r, z, n = cache.x, cache.hidden, cache.r, cache.z, cache.n",
+            "x, h, r, z, n = cache.x, cache.hidden, self.r, self.z, self.n", ("2.2", "6.2")),
+    Mistake("gru-float32", GRU, "h_t = (1.0 - z) * n + z * h", "h_t = ((1.0 - z) * n + z * h).astype(np.float32)",
+            ("2.1", "6.2"), FLOAT32),
+    Mistake("gru-bias-grad-averaged", GRU, 'g["bias_hh"] += dA_h.sum(axis=0)', 'g["bias_hh"] += dA_h.mean(axis=0)',
+            ("2.2", "6.2"), BATCH_MEAN),
+    Mistake("gru-grad-assigned", GRU, 'g["weight_hh"] += dA_h.T @ h', 'g["weight_hh"][...] = dA_h.T @ h',
+            ("2.2", "6.2"), NOT_ACCUMULATED, variant=True),
+    # ---- TensorFlow GRU block cell
+    Mistake("gb-reset-after-matmul", GB, "c_bar = np.concatenate([x, r * h_prev], axis=1) @ w_c + b_c",
+            "c_bar = x @ w_c[:x.shape[1]] + r * (h_prev @ w_c[x.shape[1]:]) + b_c", ("3.1", "3.2", "6.3")),
+    Mistake("gb-u-swapped", GB, "h = u * h_prev + (1.0 - u) * c", "h = (1.0 - u) * h_prev + u * c", ("3.1", "6.3"),
+            U_SWAPPED, variant=True),
+    Mistake("gb-r-tanh", GB, "r = F.sigmoid(r_u_bar[:, :H])", "r = np.tanh(r_u_bar[:, :H])", ("3.1", "3.2", "6.3"),
+            SWAPPED_ACTIVATION, variant=True),
+    Mistake("gb-reset-in-place", GB, "c_bar = np.concatenate([x, r * h_prev], axis=1) @ w_c + b_c",
+            "h_prev *= r\n    c_bar = np.concatenate([x, h_prev], axis=1) @ w_c + b_c", ("3.1", "3.2", "6.3"),
+            "in place"),
+    Mistake("gb-erratum-w-r-for-w-u", GB, "d_x_1_h_1 = d_r_bar_u_bar @ w_ru.T",
+            "d_x_1_h_1 = d_r_bar_u_bar @ np.concatenate([w_ru[:, :d_h.shape[1]]] * 2, axis=1).T", ("3.2", "6.3"),
+            ERRATUM_W_U, variant=True),
+    Mistake("gb-erratum-missing-d-h", GB, "d_hr * r + d_h * u", "d_hr * r + u", ("3.2", "6.3"), ERRATUM_D_H_U,
+            variant=True),
+    Mistake("gb-d-u-bar-sign", GB, "d_u_bar = d_h * (h_prev - c)", "d_u_bar = d_h * (c - h_prev)", ("3.2", "6.3")),
+    Mistake("gb-b-ru-averaged", GB, 'g["b_ru"] += d_r_bar_u_bar.sum(axis=0)', 'g["b_ru"] += d_r_bar_u_bar.mean(axis=0)',
+            ("3.2", "6.3"), BATCH_MEAN),
+    Mistake("gb-w-c-grad-without-reset", GB, 'g["w_c"] += np.concatenate([x, r * h], axis=1).T @ d_c_bar',
+            'g["w_c"] += np.concatenate([x, h], axis=1).T @ d_c_bar', ("3.2", "6.3")),
+    # ---- GMU cell
+    Mistake("gmu-forgot-peephole-m", GMU, 'm = F.sigmoid(a[:, H:2 * H] + p["weight_ch_m"] * c)',
+            "m = F.sigmoid(a[:, H:2 * H])", ("4.1", "4.2", "6.4")),
+    Mistake("gmu-peephole-on-h", GMU, 'o = F.sigmoid(a[:, 2 * H:] + p["weight_ch_o"] * c)',
+            'o = F.sigmoid(a[:, 2 * H:] + p["weight_ch_o"] * h)', ("4.1", "4.2", "6.4")),
+    Mistake("gmu-i-sigmoid", GMU, "i = np.tanh(a[:, :H])", "i = F.sigmoid(a[:, :H])", ("4.1", "4.2", "6.4"),
+            SWAPPED_ACTIVATION, variant=True),
+    Mistake("gmu-m-swapped", GMU, "h_t = (1.0 - m) * c + m * i", "h_t = m * c + (1.0 - m) * i", ("4.1", "6.4"),
+            M_SWAPPED, variant=True),
+    Mistake("gmu-dc-forgets-peepholes", GMU, ' + da_m * p["weight_ch_m"] + da_o * p["weight_ch_o"]', "",
+            ("4.2", "6.4")),
+    Mistake("gmu-di-forgets-c-path", GMU, "di = dh_t * m + dc_t * (1.0 - o)", "di = dh_t * m", ("4.2", "6.4")),
+    Mistake("gmu-peephole-grad-averaged", GMU, 'g["weight_ch_m"] += (da_m * c).sum(axis=0)',
+            'g["weight_ch_m"] += (da_m * c).mean(axis=0)', ("4.2", "6.4"), BATCH_MEAN),
+    # ---- TGRU cell
+    Mistake("tgru-memory-not-updated", TGRU, "m_t = x.copy()", "m_t = mem.copy()", ("5.1", "5.2", "6.5")),
+    Mistake("tgru-z-sigmoid", TGRU, "z = a[:, :H]", "z = F.sigmoid(a[:, :H])", ("5.1", "5.2", "6.5")),
+    Mistake("tgru-f-tanh", TGRU, "f = F.sigmoid(a[:, H:2 * H])", "f = np.tanh(a[:, H:2 * H])", ("5.1", "5.2", "6.5"),
+            SWAPPED_ACTIVATION, variant=True),
+    Mistake("tgru-z-reads-f-chunk", TGRU, "z = a[:, :H]", "z = a[:, H:2 * H]", ("5.1", "5.2", "6.5")),
+    Mistake("tgru-dx-forgets-memory", TGRU, 'dx = dA @ p["weight_ih"] + dm_t', 'dx = dA @ p["weight_ih"]',
+            ("5.2", "6.5")),
+    Mistake("tgru-initial-state-grad-averaged", TGRU, 'g["hidden_state"] += dh.sum(axis=0)',
+            'g["hidden_state"] += dh.mean(axis=0)', ("5.2", "6.5"), BATCH_MEAN),
+    Mistake("tgru-dh-through-gates", TGRU, "dh = dh_t * f", "dh = dh_t * f + dz", ("5.2", "6.5")),
+    # ---- BPTT through the sequence layer
+    Mistake("seq-no-gradient-from-the-future", SEQ, "d_state = self._add_to_h(d_states[layer], d_inp)",
+            "d_state = self._add_to_h(None, d_inp)", ALL_SEQ),
+    Mistake("seq-layers-bottom-up", SEQ, "for layer in reversed(range(self.num_layers)):",
+            "for layer in range(self.num_layers):", ALL_SEQ),
+    Mistake("seq-output-of-bottom-layer", SEQ, "outputs.append(inp)",
+            "outputs.append(states[0] if self._stacked else states[0][0])", ALL_SEQ),
+)
+HINTED = tuple(m for m in CATALOGUE if m.variant)
+assert len({m.id for m in CATALOGUE}) == len(CATALOGUE)

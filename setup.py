@@ -1,0 +1,20 @@
+"""mytorch: recurrent networks in pure NumPy with hand-written backward passes, an autograder and a handout."""
+from setuptools import setup
+
+setup(
+    name="mytorch",
+    version="0.1.0",
+    description="Recurrent cells (RNN, GRU, TF GRU block, GMU, TGRU) with hand-derived backward passes, in NumPy",
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.9",
+    packages=["mytorch", "mytorch.nn", "mytorch.optim", "autograder"],
+    package_data={"autograder": ["data/*.npz", "data/manifest.json"]},
+    install_requires=["numpy>=1.22", "matplotlib>=3.5"],
+    extras_require={
+        "test": ["pytest>=7", "nbclient>=0.7", "nbformat>=5.7", "ipykernel>=6"],
+        "oracle": ["torch"],
+    },
+    entry_points={"console_scripts": ["mytorch-autograder=autograder.__main__:main"]},
+    license="MIT",
+)
