@@ -163,6 +163,9 @@ class CaseResult:
 def where_in(error, root):
     """The last traceback line inside the submission, as 'mytorch/nn/gru_cell.py:87 in backward'."""
     root = os.path.realpath(root)
+    if isinstance(error, SyntaxError) and error.filename and \
+            os.path.realpath(error.filename).startswith(root + os.sep):       # the line that does not parse
+        return f"{os.path.relpath(os.path.realpath(error.filename), root)}:{error.lineno}: {(error.text or '').strip()}"
     frames = [f for f in traceback.extract_tb(error.__traceback__)
               if os.path.realpath(f.filename).startswith(root + os.sep)]
     if not frames:

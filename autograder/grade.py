@@ -77,6 +77,11 @@ def judge(part, part_data, outcome, verbose=False):
         if outcome.output.strip():
             lines.append("Last output:\n" + "\n".join("  " + line for line in outcome.output.strip().splitlines()[-15:]))
         return PartResult(part, 0.0, "error", "\n".join(lines), outcome.seconds)
+    errors = {(r.get("status"), r.get("error"), r.get("where")) for r in outcome.reports}
+    if len(errors) == 1 and next(iter(errors))[0] == "error":          # one error, raised by every case
+        _, lines = judge_case(0, part_data.configs[0], {}, {}, outcome.reports[0], {}, verbose)
+        lines[0] = f"all {cases} cases: " + lines[0].split(": ", 1)[1]
+        return PartResult(part, 0.0, "failed", "\n".join([f"0 of {cases} cases passed"] + lines), outcome.seconds)
     passed, lines = 0, []
     for k in range(cases):
         arrays = {name: a for (case, name), a in outcome.arrays.items() if case == k}
@@ -109,16 +114,21 @@ def _fresh_part_data(part, seed, solution, timeout, memory_mb):
     return data.PartData(configs, inputs, expected, [{} for _ in configs])
 
 
-def grade_part(part, root, timeout, memory_mb, verbose, fresh_seed, solution, user, manifest):
+def reference(part, fresh_seed, solution, timeout, memory_mb, manifest):
+    """A part's verified reference data, or the ReferenceDataError that explains why there is none."""
     try:
-        if fresh_seed is None:
-            if isinstance(manifest, data.ReferenceDataError):
-                raise manifest
-            part_data = data.load_part(part.number, manifest=manifest)
-        else:
-            part_data = _fresh_part_data(part, fresh_seed, solution, timeout, memory_mb)
+        if fresh_seed is not None:
+            return _fresh_part_data(part, fresh_seed, solution, timeout, memory_mb)
+        if isinstance(manifest, data.ReferenceDataError):
+            raise manifest
+        return data.load_part(part.number, manifest=manifest)
     except data.ReferenceDataError as error:
-        return PartResult(part, 0.0, "error", f"Cannot grade this part: {error}")
+        return error
+
+
+def grade_part(part, part_data, root, timeout, memory_mb, verbose, user):
+    if isinstance(part_data, data.ReferenceDataError):
+        return PartResult(part, 0.0, "error", f"Cannot grade this part: {part_data}")
     outcome = sandbox.run_child(root, part_data.configs, part_data.inputs, timeout=timeout, memory_mb=memory_mb,
                                 user=user)
     return judge(part, part_data, outcome, verbose)
@@ -126,7 +136,11 @@ def grade_part(part, root, timeout, memory_mb, verbose, fresh_seed, solution, us
 
 def grade(root, parts=None, timeout=20.0, memory_mb=1024, verbose=False, fresh_seed=None, solution=None,
           jobs=None, user=None):
-    """Grade the ``mytorch`` in ``root`` on ``parts`` (default all). Returns a list of ``PartResult``."""
+    """Grade the ``mytorch`` in ``root`` on ``parts`` (default all). Returns a list of ``PartResult``.
+
+    Every reference is loaded and verified (or computed by the solution) before any student code runs, so
+    nothing a submission does to the files on disk can change this run's references.
+    """
     parts = list(parts or spec.PARTS)
     manifest = None
     if fresh_seed is None:
@@ -136,9 +150,9 @@ def grade(root, parts=None, timeout=20.0, memory_mb=1024, verbose=False, fresh_s
             manifest = error                                 # every part reports it; grading still finishes
     jobs = jobs or os.cpu_count() or 1
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = [pool.submit(grade_part, p, root, timeout, memory_mb, verbose, fresh_seed, solution, user, manifest)
-                   for p in parts]
-        results = [f.result() for f in futures]
+        references = list(pool.map(lambda p: reference(p, fresh_seed, solution, timeout, memory_mb, manifest), parts))
+        results = list(pool.map(lambda pr: grade_part(pr[0], pr[1], root, timeout, memory_mb, verbose, user),
+                                zip(parts, references)))
     by_number = {r.part.number: r for r in results}
     for r in results:                                          # a backward builds on its forward
         if r.part.kind == "backward" and not r.passed:

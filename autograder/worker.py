@@ -35,8 +35,6 @@ def main(root, request_path, response_path):
             raise ImportError(f"mytorch was imported from {location}, not from the submission in {root}")
     except BaseException as error:                      # SyntaxError, ImportError, SystemExit at import …
         where = driver.where_in(error, root)
-        if isinstance(error, SyntaxError) and error.filename:
-            where = f"{os.path.relpath(error.filename, root)}:{error.lineno}: {(error.text or '').strip()}"
         message = f"importing mytorch failed: {type(error).__name__}: {error}"[:2000]
         report = json.dumps([{"status": "import_error", "error": message, "where": where, "types": {}, "mutated": []}
                              for _ in configs])

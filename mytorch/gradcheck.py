@@ -15,7 +15,6 @@ parameters and gradients are restored afterwards, and nothing is left on its rec
 import numpy as np
 
 from mytorch.grad_mode import no_grad
-from mytorch.nn.recurrent import Recurrent
 
 
 def _flatten(structure):
@@ -80,6 +79,7 @@ def gradcheck(module, x, state=None, eps=1e-6, seed=0):
     module.zero_grad()
     result = module.forward(x, state)
     d_out = _rebuild(result, iter(weights))
+    from mytorch.nn.recurrent import Recurrent          # on use, so importing mytorch imports no cell
     dx, d_state = module.backward(*d_out) if isinstance(module, Recurrent) else module.backward(d_out)
     analytic = {"x": dx}
     analytic.update(zip(_names(state, "state"), _flatten(d_state) if state is not None else []))

@@ -19,15 +19,12 @@ are dropped.
 Parameters are named as the cell names them, with the layer as a suffix (``weight_ih_l0``, ``w_ru_l1``), as
 torch.nn.GRU does, so a torch model's ``state_dict()`` loads directly.
 """
+import importlib
+
 import numpy as np
 
 from mytorch.nn.cell import Cache
-from mytorch.nn.gmu_cell import GMUCell
-from mytorch.nn.gru_block_cell import GRUBlockCell
-from mytorch.nn.gru_cell import GRUCell
 from mytorch.nn.module import Module
-from mytorch.nn.rnn_cell import RNNCell
-from mytorch.nn.tgru_cell import TGRUCell
 
 
 class Recurrent(Module):
@@ -155,18 +152,22 @@ class Recurrent(Module):
         return (first,) + tuple(d_state[1:])
 
 
-def _sequence_layer(name, cell, options):
+def _sequence_layer(name, module, cell_name, options):
+    """``name``: a ``Recurrent`` over ``mytorch.nn.<module>.<cell_name>``, imported when a layer is built (so a
+    mistake in one cell's file does not break the others)."""
+
     def __init__(self, input_size, hidden_size, num_layers=1, batch_first=False, **cell_kwargs):
+        cell = getattr(importlib.import_module(f"mytorch.nn.{module}"), cell_name)
         Recurrent.__init__(self, cell, input_size, hidden_size, num_layers, batch_first, **cell_kwargs)
 
-    doc = (f"``Recurrent`` over ``{cell.__name__}``: ``{name}(input_size, hidden_size, num_layers=1, "
-           f"batch_first=False, {options}dtype=np.float64, rng=None)``. See ``Recurrent`` and ``{cell.__name__}``.")
+    doc = (f"``Recurrent`` over ``{cell_name}``: ``{name}(input_size, hidden_size, num_layers=1, "
+           f"batch_first=False, {options}dtype=np.float64, rng=None)``. See ``Recurrent`` and ``{cell_name}``.")
     return type(name, (Recurrent,), {"__init__": __init__, "__doc__": doc, "__module__": __name__})
 
 
-RNN = _sequence_layer("RNN", RNNCell, "nonlinearity='tanh', bias=True, ")
-GRU = _sequence_layer("GRU", GRUCell, "bias=True, ")
-GRUBlock = _sequence_layer("GRUBlock", GRUBlockCell, "")
-GMU = _sequence_layer("GMU", GMUCell, "")
-TGRU = _sequence_layer("TGRU", TGRUCell, "use_bias=True, use_recurrent_bias=True, train_state=False, "
-                                         "train_memory=False, init_*=…, ")
+RNN = _sequence_layer("RNN", "rnn_cell", "RNNCell", "nonlinearity='tanh', bias=True, ")
+GRU = _sequence_layer("GRU", "gru_cell", "GRUCell", "bias=True, ")
+GRUBlock = _sequence_layer("GRUBlock", "gru_block_cell", "GRUBlockCell", "")
+GMU = _sequence_layer("GMU", "gmu_cell", "GMUCell", "")
+TGRU = _sequence_layer("TGRU", "tgru_cell", "TGRUCell", "use_bias=True, use_recurrent_bias=True, train_state=False, "
+                                                      "train_memory=False, init_*=…, ")

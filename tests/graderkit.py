@@ -1,0 +1,57 @@
+"""Helpers for the autograder tests: make a submission from the solution with edits, run the CLI, check results."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def make_submission(folder, edits=()):
+    """A copy of the solution's mytorch in ``folder``, with ``(path in mytorch, old, new)`` edits applied."""
+    shutil.copytree(os.path.join(REPO, "mytorch"), os.path.join(folder, "mytorch"),
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    for path, old, new in edits:
+        full = os.path.join(folder, "mytorch", path)
+        with open(full) as f:
+            source = f.read()
+        assert old in source, f"{old!r} not in {path}"
+        with open(full, "w") as f:
+            f.write(source.replace(old, new, 1))
+    return str(folder)
+
+
+def make_grader_copy(folder):
+    """A copy of the grader (autograder/ with its data) to run from, so a test may damage it."""
+    shutil.copytree(os.path.join(REPO, "autograder"), os.path.join(folder, "autograder"),
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    return str(folder)
+
+
+def run_cli(args, cwd=REPO, timeout=120):
+    env = dict(os.environ, PYTHONPATH="")
+    return subprocess.run([sys.executable, "-m", "autograder", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, env=env)
+
+
+def check_gradescope(results):
+    """Gradescope's results.json fields and types; returns the tests by number."""
+    assert isinstance(results["score"], (int, float)) and results["score"] >= 0
+    assert isinstance(results["execution_time"], (int, float)) and results["execution_time"] >= 0
+    assert isinstance(results["output"], str)
+    assert results.get("stdout_visibility", "hidden") in ("hidden", "after_due_date", "after_published", "visible")
+    assert isinstance(results["tests"], list) and results["tests"]
+    for test in results["tests"]:
+        assert set(test) >= {"name", "number", "score", "max_score", "status", "output", "visibility"}
+        assert isinstance(test["name"], str) and isinstance(test["number"], str) and isinstance(test["output"], str)
+        assert 0 <= test["score"] <= test["max_score"]
+        assert test["status"] in ("passed", "failed")
+        assert test["visibility"] in ("hidden", "after_due_date", "after_published", "visible")
+    assert abs(sum(t["score"] for t in results["tests"]) - results["score"]) < 1e-6
+    return {t["number"]: t for t in results["tests"]}
+
+
+def load_results(path):
+    with open(path) as f:
+        return json.load(f)

@@ -1,0 +1,133 @@
+"""The autograder on the solution, its command line, its results file, and the catalogue of mistakes."""
+import os
+import subprocess
+import sys
+import tarfile
+
+import pytest
+
+from autograder import grade, mistakes, spec
+from tests.graderkit import REPO, check_gradescope, load_results, make_submission, run_cli
+
+
+def test_points_sum_to_100_and_parts_are_numbered_like_the_handout():
+    assert sum(p.points for p in spec.PARTS) == 100
+    assert [p.number for p in spec.PARTS] == sorted(p.number for p in spec.PARTS)
+    assert {p.number.split(".")[0] for p in spec.PARTS} == set(spec.SECTIONS)
+
+
+def test_solution_scores_full_marks_and_the_parent_never_imports_mytorch():
+    code = ("import sys; from autograder import grade; r = grade.grade(sys.argv[1]); "
+            "print(sum(x.score for x in r)); "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'mytorch'))")
+    out = subprocess.run([sys.executable, "-c", code, REPO], capture_output=True, text=True, cwd=REPO, check=True)
+    score, imported = out.stdout.split("\n")[:2]
+    assert float(score) == 100.0
+    assert imported == "[]"
+
+
+def test_cli_table_and_gradescope_json(tmp_path):
+    path = tmp_path / "out" / "results.json"
+    proc = run_cli(["--gradescope", "--json", str(path)])
+    assert proc.returncode == 0, proc.stderr
+    assert "Total" in proc.stdout and "100.00/100" in proc.stdout and "Traceback" not in proc.stdout + proc.stderr
+    tests = check_gradescope(load_results(path))
+    assert sorted(tests) == sorted(p.number for p in spec.PARTS)
+    assert all(t["status"] == "passed" and t["score"] == t["max_score"] for t in tests.values())
+
+
+def test_cli_selects_parts_and_sections(tmp_path):
+    proc = run_cli(["2", "6.1", "--json", str(tmp_path / "r.json")])
+    assert proc.returncode == 0
+    assert set(check_gradescope(load_results(tmp_path / "r.json"))) == {"2.1", "2.2", "6.1"}
+    proc = run_cli(["9.9"])
+    assert proc.returncode == 2 and "unknown part '9.9'" in proc.stderr
+
+
+def test_not_implemented_is_said_plainly(tmp_path):
+    sub = make_submission(tmp_path, [("nn/rnn_cell.py", "        # BEGIN SOLUTION\n        a = x @",
+                                      "        raise NotImplementedError('RNNCell.forward')\n        a = x @")])
+    results = {r.part.number: r for r in grade.grade(sub, [spec.PARTS_BY_NUMBER["1.1"], spec.PARTS_BY_NUMBER["2.1"]])}
+    assert results["1.1"].status == "not implemented" and results["1.1"].score == 0
+    assert results["1.1"].output == "not implemented yet"
+    assert results["2.1"].score == 8
+
+
+def test_verbose_lists_every_case():
+    results = grade.grade(REPO, [spec.PARTS_BY_NUMBER["4.1"]], verbose=True)
+    assert results[0].output.count(": passed") == len(spec.PARTS_BY_NUMBER["4.1"].shapes)
+
+
+def test_messages_teach(tmp_path):
+    """A wrong value says which array, which case, the errors, where, and the hint."""
+    m = next(m for m in mistakes.CATALOGUE if m.id == "gru-z-swapped")
+    sub = make_submission(tmp_path, [(m.path, m.old, m.new)])
+    out = grade.grade(sub, [spec.PARTS_BY_NUMBER["2.1"]])[0].output
+    assert "case 1 (unbatched, I=5, H=2, course interface" in out
+    assert "h_t: values differ in" in out and "max abs error" in out and "first at index" in out
+    assert "Hint: these values are what z and 1 − z swapped would give" in out
+
+
+@pytest.mark.parametrize("mistake", mistakes.CATALOGUE, ids=lambda m: m.id)
+def test_every_mistake_loses_points_with_its_hint(mistake, tmp_path):
+    sub = make_submission(tmp_path, [(mistake.path, mistake.old, mistake.new)])
+    results = grade.grade(sub, [spec.PARTS_BY_NUMBER[n] for n in mistake.parts])
+    full = [r.part.number for r in results if r.score >= r.part.points]
+    assert not full, f"{mistake.id} keeps full marks on {full}"
+    if mistake.hint:
+        assert any(mistake.hint in r.output for r in results), "\n".join(r.output for r in results)
+
+
+def test_catalogue_is_large_and_covers_the_hint_list():
+    assert len(mistakes.CATALOGUE) >= 40
+    for hint in (mistakes.TRANSPOSED, mistakes.SIGN, mistakes.GATE_ORDER, mistakes.SWAPPED_ACTIVATION,
+                 mistakes.Z_SWAPPED, mistakes.MATMUL, mistakes.NOT_ACCUMULATED, mistakes.BATCH_MEAN):
+        assert any(m.hint == hint for m in mistakes.CATALOGUE)
+    assert {n for m in mistakes.CATALOGUE for n in m.parts} == {p.number for p in spec.PARTS}
+
+
+def test_fresh_seed_defeats_hard_coded_answers(tmp_path):
+    """A forward that looks its answer up in the stored reference data passes normally, and fails on fresh cases."""
+    cheat = (
+        "        import glob, numpy\n"
+        f"        for f in glob.glob({os.path.join(REPO, 'autograder', 'data', 'part_1.1.npz')!r}):\n"
+        "            d = numpy.load(f)\n"
+        "            for k in range(10):\n"
+        "                if f'{k}:in:x' in d.files and numpy.array_equal(d[f'{k}:in:x'][0], x):\n"
+        "                    return d[f'{k}:out:h_t']\n"
+        "        x, (h,), batched, _ = self._prepare(x, state)\n")
+    sub = make_submission(tmp_path, [("nn/rnn_cell.py", "        x, (h,), batched, _ = self._prepare(x, state)\n",
+                                      cheat + "        raise NotImplementedError\n")])
+    part = [spec.PARTS_BY_NUMBER["1.1"]]
+    assert grade.grade(sub, part)[0].score == 6
+    assert grade.grade(sub, part, fresh_seed=424242, solution=REPO)[0].score == 0
+
+
+def test_fresh_seed_on_the_solution(tmp_path):
+    proc = run_cli(["1", "--fresh-seed", "99", "--json", str(tmp_path / "r.json")])
+    assert proc.returncode == 0 and "fresh cases from seed 99" in proc.stdout
+    assert load_results(tmp_path / "r.json")["score"] == 14
+
+
+def test_batch_writes_scores(tmp_path):
+    make_submission(tmp_path / "subs" / "alice")
+    m = mistakes.CATALOGUE[0]
+    make_submission(tmp_path / "subs" / "bob", [(m.path, m.old, m.new)])
+    proc = run_cli(["batch", str(tmp_path / "subs"), "--jobs", "2", "--csv", str(tmp_path / "scores.csv")])
+    assert proc.returncode == 0, proc.stderr
+    rows = (tmp_path / "scores.csv").read_text().splitlines()
+    assert rows[0].startswith("submission,1.1,1.2") and rows[0].endswith(",total")
+    assert rows[1].startswith("alice,") and rows[1].endswith(",100")
+    assert rows[2].startswith("bob,") and float(rows[2].split(",")[-1]) < 100
+
+
+def test_handin_packs_the_student_files(tmp_path):
+    sub = make_submission(tmp_path / "me")
+    os.makedirs(os.path.join(sub, "mytorch", "__pycache__"), exist_ok=True)
+    open(os.path.join(sub, "mytorch", "__pycache__", "x.pyc"), "w").close()
+    open(os.path.join(sub, "secret.txt"), "w").close()
+    proc = run_cli(["handin", "--submission", sub, "--out", str(tmp_path / "handin.tar")])
+    assert proc.returncode == 0, proc.stderr
+    names = tarfile.open(tmp_path / "handin.tar").getnames()
+    assert "mytorch/nn/gru_cell.py" in names and "mytorch/__init__.py" in names
+    assert not any("__pycache__" in n or "secret" in n for n in names)

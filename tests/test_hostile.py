@@ -1,0 +1,115 @@
+"""Hostile or broken submissions: the grader finishes, writes a valid results file, and awards no points it
+should not. Each one edits GRUCell.forward (parts 2.x); part 1.1 (RNN) must still be graded in full."""
+import os
+import time
+
+import pytest
+
+from tests.graderkit import check_gradescope, load_results, make_grader_copy, make_submission, run_cli
+
+FORWARD = "        x, (h,), batched, _ = self._prepare(x, state)\n"
+
+
+def hostile(code):
+    """Edits that put ``code`` at the top of GRUCell.forward."""
+    body = "".join("        " + line + "\n" for line in code.strip("\n").split("\n"))
+    return [("nn/gru_cell.py", FORWARD, body + FORWARD)]
+
+
+CASES = {
+    # name: (edits, text expected in part 2.1's output)
+    "segfault": (hostile("import ctypes\nctypes.string_at(0)"), "segmentation fault"),
+    "sys.exit": (hostile("import sys\nsys.exit(0)"), "SystemExit"),
+    "os._exit": (hostile("import os\nos._exit(0)"), "exited with code 0 before returning its results"),
+    "infinite loop": (hostile("while True:\n    pass"), "did not finish within 3 s"),
+    "memory bomb": (hostile("import numpy\nbig = numpy.ones((1 << 37,))"), "MemoryError"),
+    "growing memory": (hostile("hoard = []\nwhile True:\n    hoard.append(bytearray(1 << 26))"), "MemoryError"),
+    "megabytes of printing": (hostile("for _ in range(100):\n    print('x' * 100000)"), "printed more than 1 MiB"),
+    "syntax error": ([("nn/gru_cell.py", "import math\n", "import math\ndef broken(:\n")],
+                     "SyntaxError"),
+    "import error": ([("nn/gru_cell.py", "import math\n", "import math\nimport module_that_does_not_exist\n")],
+                     "No module named 'module_that_does_not_exist'"),
+    "reads standard input": (hostile("input()"), "EOFError"),
+    "lingering child process": (hostile("import os, time\nif os.fork() == 0:\n    time.sleep(600)\n"
+                                        "raise ValueError('parent gives up')"), "ValueError: parent gives up"),
+    "monkeypatches numpy comparisons": (hostile(
+        "import numpy\nfor name in ('allclose', 'array_equal', 'isclose', 'testing'):\n"
+        "    setattr(numpy, name, lambda *a, **k: True)\nreturn numpy.zeros((x.shape[0], self.hidden_size)) "
+        "if x.ndim == 2 else numpy.zeros(self.hidden_size)"), "values differ"),
+    "ndarray subclass that claims equality": (hostile(
+        "import numpy\nclass Liar(numpy.ndarray):\n    def __eq__(self, other):\n        return True\n"
+        "    __ne__ = lambda self, other: False\n"
+        "out = numpy.zeros((x.shape[0], self.hidden_size) if numpy.ndim(x) == 2 else self.hidden_size)\n"
+        "return out.view(Liar)"), "a subclass of numpy.ndarray"),
+    "returns a list": (hostile("return [0.0] * self.hidden_size"), "got list"),
+}
+
+
+@pytest.fixture(scope="module")
+def grader(tmp_path_factory):
+    return make_grader_copy(tmp_path_factory.mktemp("grader"))
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_hostile_submission(name, grader, tmp_path):
+    edits, reason = CASES[name]
+    sub = make_submission(tmp_path / "sub", edits)
+    results_path = tmp_path / "results.json"
+    start = time.monotonic()
+    timeout = "3" if name == "infinite loop" else "15"     # filling 1 GiB takes ~2 s on this machine
+    proc = run_cli(["1.1", "2.1", "--submission", sub, "--timeout", timeout, "--json", str(results_path)], cwd=grader)
+    assert time.monotonic() - start < 40
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stdout and "Traceback" not in proc.stderr
+    tests = check_gradescope(load_results(results_path))
+    assert tests["1.1"]["score"] == 6, tests["1.1"]["output"]           # the other part is graded in full
+    assert tests["2.1"]["score"] == 0 and tests["2.1"]["status"] == "failed"
+    assert reason in tests["2.1"]["output"], tests["2.1"]["output"]
+
+
+def test_student_code_cannot_write_the_results(grader, tmp_path):
+    results_path = tmp_path / "results.json"
+    forge = f"open({str(results_path)!r}, 'w').write('{{\"score\": 100}}')"
+    sub = make_submission(tmp_path / "sub", hostile(forge))
+    proc = run_cli(["1.1", "2.1", "--submission", sub, "--json", str(results_path)], cwd=grader)
+    assert proc.returncode == 0
+    results = load_results(results_path)
+    check_gradescope(results)
+    assert results["score"] == 14                                      # the parent's own verdict, written last
+
+
+def test_editing_reference_data_changes_nothing_now_and_is_caught_next_time(tmp_path):
+    grader = make_grader_copy(tmp_path / "grader")
+    data = os.path.join(grader, "autograder", "data")
+    vandal = (f"import glob\nfor f in glob.glob({data!r} + '/*.npz'):\n    open(f, 'wb').write(b'garbage')")
+    sub = make_submission(tmp_path / "sub", hostile(vandal))
+    first = run_cli(["1.1", "2.1", "--submission", sub, "--json", str(tmp_path / "1.json")], cwd=grader)
+    assert first.returncode == 0
+    assert load_results(tmp_path / "1.json")["score"] == 14           # references were loaded before any child ran
+    second = run_cli(["1.1", "2.1", "--submission", sub, "--json", str(tmp_path / "2.json")], cwd=grader)
+    assert second.returncode == 0 and "Traceback" not in second.stdout + second.stderr
+    tests = check_gradescope(load_results(tmp_path / "2.json"))
+    assert all(t["score"] == 0 for t in tests.values())
+    assert "part_1.1.npz has been modified" in tests["1.1"]["output"]
+
+
+def test_missing_and_damaged_reference_data(tmp_path):
+    grader = make_grader_copy(tmp_path / "grader")
+    data = os.path.join(grader, "autograder", "data")
+    os.remove(os.path.join(data, "part_2.1.npz"))
+    proc = run_cli(["1.1", "2.1", "--json", str(tmp_path / "r.json"), "--submission",
+                    make_submission(tmp_path / "sub")], cwd=grader)
+    tests = check_gradescope(load_results(tmp_path / "r.json"))
+    assert tests["1.1"]["score"] == 6 and tests["2.1"]["score"] == 0
+    assert "part_2.1.npz is missing" in tests["2.1"]["output"] and "Traceback" not in proc.stdout + proc.stderr
+    os.remove(os.path.join(data, "manifest.json"))
+    proc = run_cli(["--json", str(tmp_path / "r2.json"), "--submission", str(tmp_path / "sub")], cwd=grader)
+    assert proc.returncode == 0 and "manifest" in proc.stdout and "Traceback" not in proc.stdout + proc.stderr
+    assert load_results(tmp_path / "r2.json")["score"] == 0
+
+
+def test_no_mytorch_at_all(tmp_path):
+    (tmp_path / "empty").mkdir()
+    proc = run_cli(["1.1", "--submission", str(tmp_path / "empty"), "--json", str(tmp_path / "r.json")])
+    assert proc.returncode == 0 and "No mytorch package" in proc.stdout
+    assert "importing mytorch failed" in load_results(tmp_path / "r.json")["tests"][0]["output"]

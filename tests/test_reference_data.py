@@ -1,0 +1,214 @@
+"""The stored reference data agrees with an independent oracle (equations written afresh in tests/oracle.py,
+finite differences for every gradient; torch for the RNN and GRU parts when installed), and it is exactly
+what the generator computes from the fixed seed."""
+import numpy as np
+import pytest
+
+from autograder import data, spec
+from tests import oracle
+from tests.conftest import HAS_TORCH, needs_torch
+from tests.test_gru_block_ops import kernel_grad
+
+CELL_PARTS = [p for p in spec.PARTS if p.kind != "sequence"]
+SEQ_PARTS = [p for p in spec.PARTS if p.kind == "sequence"]
+STATE_NAMES = {"RNNCell": ("h",), "GRUCell": ("h",), "GRUBlockCell": ("h",), "GMUCell": ("h", "c"),
+               "TGRUCell": ("h", "m")}
+TOL = dict(rtol=1e-5, atol=1e-7)     # finite differences in float64 reach ~1e-9 here
+
+
+def cases(part):
+    stored = data.load_part(part.number)
+    return list(zip(stored.configs, stored.inputs, stored.expected))
+
+
+def initial_state(config, inputs, params, n_shape, prefix="state"):
+    widths = spec.state_widths(config["cell"], config["I"], config["H"])
+    parts = []
+    for k, w in enumerate(widths):
+        key = f"{prefix}/{k}"
+        if key in inputs:
+            parts.append(inputs[key].copy())
+        else:
+            vector = params[("hidden_state", "memory")[k]] if config["flags"].get(("train_state", "train_memory")[k]) \
+                else np.zeros(w)
+            parts.append(np.broadcast_to(vector, n_shape + (w,)).copy())
+    return parts
+
+
+def params_of(inputs):
+    return {k[len("param/"):]: v.copy() for k, v in inputs.items() if k.startswith("param/")}
+
+
+@pytest.mark.parametrize("part", CELL_PARTS, ids=lambda p: p.number)
+def test_cell_parts_against_the_oracle(part):
+    for config, inputs, expected in cases(part):
+        p, cell, flags = params_of(inputs), config["cell"], config["flags"]
+        x = inputs["x"].copy()
+        n_shape = () if config["n"] is None else (config["n"],)
+        state0 = initial_state(config, inputs, p, n_shape)
+        names = STATE_NAMES[cell]
+
+        trainable = [config["flags"].get(f) for f in ("train_state", "train_memory")][:len(state0)]
+        if any(trainable):                       # state = broadcast(parameter) + delta; delta is what d*_prev is of
+            state0 = [np.zeros_like(s) for s in state0]
+
+        def start():
+            return [delta + np.broadcast_to(p[("hidden_state", "memory")[k]], delta.shape) if trainable[k] else delta
+                    for k, delta in enumerate(state0)] if any(trainable) else state0
+
+        def run(record=None):
+            state = start()
+            for s in range(config["steps"]):
+                state, extra = oracle.step(cell, p, x[s], state, flags)
+                if record is not None:
+                    record.append((state, extra))
+            return state
+
+        if part.kind == "forward":
+            trace = []
+            state = run(trace)
+            for k, name in enumerate(names):
+                np.testing.assert_allclose(expected[f"{name}_t"], state[k], rtol=1e-12, atol=1e-14)
+            for name, value in trace[-1][1].items():
+                np.testing.assert_allclose(expected[name], value, rtol=1e-12, atol=1e-14)
+            if cell == "GRUBlockCell":
+                _, extra = oracle.step(cell, p, np.atleast_2d(x[0]), [np.atleast_2d(inputs["state/0"])], flags)
+                for name in ("r", "u", "c"):
+                    np.testing.assert_allclose(expected[f"op/{name}"], extra[name], rtol=1e-12)
+            continue
+
+        def loss():
+            total, state = 0.0, start()
+            for s in range(config["steps"]):
+                state, _ = oracle.step(cell, p, x[s], state, flags)
+                total += sum(np.sum(inputs[f"d_state/{k}"][s] * state[k]) for k in range(len(names)))
+            return total
+
+        np.testing.assert_allclose(expected["dx"], oracle.numeric_gradient(loss, x), **TOL)
+        for k, name in enumerate(names):
+            np.testing.assert_allclose(expected[f"d{name}_prev"], oracle.numeric_gradient(loss, state0[k]), **TOL)
+        for name in p:
+            np.testing.assert_allclose(expected[f"grad/{name}"], oracle.numeric_gradient(loss, p[name]), **TOL)
+        if config["interface"] == "course":
+            H = config["H"]
+            np.testing.assert_array_equal(expected["dWzh"], expected["grad/weight_hh"][H:2 * H])
+            np.testing.assert_array_equal(expected["dbnx"], expected["grad/bias_ih"][2 * H:])
+        if cell == "GRUBlockCell":
+            x2, h2 = np.atleast_2d(x[0]), np.atleast_2d(inputs["state/0"])
+            op = kernel_grad(x2, h2, p["w_ru"], p["w_c"], *(inputs[f"op/{k}"] for k in ("r", "u", "c", "d_h")))
+            for name, value in zip(("d_x", "d_h_prev", "d_c_bar", "d_r_bar_u_bar"), op):
+                np.testing.assert_allclose(expected[f"op/{name}"], value, rtol=1e-12, atol=1e-14)
+
+
+def sequence_forward(config, inputs, p, X, state0):
+    """The layer, from the oracle's cells: returns (Y time-major, final states per layer)."""
+    cell, L = config["cell"], config["layers"]
+    states, outputs = list(state0), []
+    for t in range(X.shape[0]):
+        inp = X[t]
+        for layer in range(L):
+            lp = {k[:-3]: v for k, v in p.items() if k.endswith(f"_l{layer}")}
+            states[layer], _ = oracle.step(cell, lp, inp, states[layer], config["flags"])
+            inp = states[layer][0]
+        outputs.append(inp)
+    return np.stack(outputs), states
+
+
+@pytest.mark.parametrize("part", SEQ_PARTS, ids=lambda p: p.number)
+def test_sequence_parts_against_the_oracle(part):
+    for config, inputs, expected in cases(part):
+        p, L, H, I = params_of(inputs), config["layers"], config["H"], config["I"]
+        X = inputs["X"].copy()
+        time_major = X if X.ndim == 2 or not config["batch_first"] else X.transpose(1, 0, 2)
+        dY = inputs["dY"] if X.ndim == 2 or not config["batch_first"] else inputs["dY"].transpose(1, 0, 2)
+        n_shape = () if config["n"] is None else (config["n"],)
+        state0 = []
+        for layer in range(L):
+            layer_config = dict(config, I=I if layer == 0 else H)
+            lp = {k[:-3]: v for k, v in p.items() if k.endswith(f"_l{layer}")}
+            state0.append(initial_state(layer_config, inputs, lp, n_shape, prefix=f"state0/{layer}"))
+            if not any(k.startswith("state0/") for k in inputs):     # trainable: the state comes from params
+                for k in range(len(state0[-1])):
+                    state0[-1][k] = None
+        names = STATE_NAMES[config["cell"]]
+
+        def materialise():
+            out = []
+            for layer, parts in enumerate(state0):
+                lp = {k[:-3]: v for k, v in p.items() if k.endswith(f"_l{layer}")}
+                layer_config = dict(config, I=I if layer == 0 else H)
+                out.append([part if part is not None else initial_state(layer_config, {}, lp, n_shape)[k]
+                            for k, part in enumerate(parts)])
+            return out
+
+        Y, final = sequence_forward(config, inputs, p, time_major, materialise())
+        Y_user = Y if X.ndim == 2 or not config["batch_first"] else Y.transpose(1, 0, 2)
+        np.testing.assert_allclose(expected["Y"], Y_user, rtol=1e-12, atol=1e-14)
+        for layer in range(L):
+            for k, name in enumerate(names):
+                np.testing.assert_allclose(expected[f"state_T/{layer}/{name}"], final[layer][k], rtol=1e-12, atol=1e-14)
+
+        def loss():
+            Y, final = sequence_forward(config, inputs, p, time_major, materialise())
+            total = np.sum(dY * Y)
+            for layer in range(L):
+                total += sum(np.sum(inputs[f"d_state_T/{layer}/{k}"] * final[layer][k]) for k in range(len(names)))
+            return total
+
+        dX = oracle.numeric_gradient(loss, time_major)
+        np.testing.assert_allclose(expected["dX"], dX if X.ndim == 2 or not config["batch_first"]
+                                   else dX.transpose(1, 0, 2), **TOL)
+        for name in p:
+            np.testing.assert_allclose(expected[f"grad/{name}"], oracle.numeric_gradient(loss, p[name]), **TOL)
+        if state0[0][0] is not None:
+            for layer in range(L):
+                for k, name in enumerate(names):
+                    np.testing.assert_allclose(expected[f"d_state0/{layer}/{name}"],
+                                               oracle.numeric_gradient(loss, state0[layer][k]), **TOL)
+
+
+@needs_torch
+@pytest.mark.parametrize("number", ["1.2", "2.2", "6.1", "6.2"])
+def test_rnn_and_gru_parts_against_torch(number):
+    import torch
+    part = spec.PARTS_BY_NUMBER[number]
+    for config, inputs, expected in cases(part):
+        p = {k: torch.tensor(v, requires_grad=True) for k, v in params_of(inputs).items()}
+        if part.kind == "sequence":
+            module = (torch.nn.RNN if config["cell"] == "RNNCell" else torch.nn.GRU)(
+                config["I"], config["H"], num_layers=config["layers"], batch_first=config["batch_first"]).double()
+            X = torch.tensor(inputs["X"], requires_grad=True)
+            state0 = torch.tensor(np.stack([inputs[f"state0/{l}/0"] for l in range(config["layers"])]),
+                                  requires_grad=True)
+            Y, h_n = torch.func.functional_call(module, p, (X, state0))
+            d_hn = np.stack([inputs[f"d_state_T/{l}/0"] for l in range(config["layers"])])
+            ((Y * torch.tensor(inputs["dY"])).sum() + (h_n * torch.tensor(d_hn)).sum()).backward()
+            np.testing.assert_allclose(expected["Y"], Y.detach().numpy(), rtol=1e-10)
+            np.testing.assert_allclose(expected["dX"], X.grad.numpy(), rtol=1e-10, atol=1e-12)
+            for l in range(config["layers"]):
+                np.testing.assert_allclose(expected[f"d_state0/{l}/h"], state0.grad[l].numpy(), rtol=1e-10, atol=1e-12)
+        else:
+            module = (torch.nn.RNNCell(config["I"], config["H"], **config["flags"]) if config["cell"] == "RNNCell"
+                      else torch.nn.GRUCell(config["I"], config["H"])).double()
+            x = torch.tensor(inputs["x"], requires_grad=True)
+            h = torch.tensor(inputs["state/0"], requires_grad=True)
+            state, total = h, 0
+            for s in range(config["steps"]):
+                state = torch.func.functional_call(module, p, (x[s], state))
+                total = total + (state * torch.tensor(inputs["d_state/0"][s])).sum()
+            total.backward()
+            np.testing.assert_allclose(expected["dx"], x.grad.numpy(), rtol=1e-10, atol=1e-12)
+            np.testing.assert_allclose(expected["dh_prev"], h.grad.numpy(), rtol=1e-10, atol=1e-12)
+        for name, tensor in p.items():
+            np.testing.assert_allclose(expected[f"grad/{name}"], tensor.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_reference_data_is_what_the_generator_computes():
+    from autograder import generate
+    assert generate.check() == []
+
+
+def test_manifest_lists_every_part():
+    manifest = data.read_manifest()
+    assert manifest["seed"] == 11785
+    assert set(manifest["files"]) == {data.file_name(p.number) for p in spec.PARTS}
