@@ -5,22 +5,10 @@ import pytest
 from mytorch.nn import GRU, CrossEntropyLoss, Linear, MSELoss
 from mytorch.optim import SGD, Adam, clip_grad_norm
 from tests.conftest import HAS_TORCH, needs_torch
+from tests.oracle import numeric_gradient as numeric_grad
 
 if HAS_TORCH:
     import torch
-
-
-def numeric_grad(f, a, eps=1e-6):
-    g = np.zeros_like(a)
-    for idx in np.ndindex(a.shape):
-        old = a[idx]
-        a[idx] = old + eps
-        up = f()
-        a[idx] = old - eps
-        down = f()
-        a[idx] = old
-        g[idx] = (up - down) / (2 * eps)
-    return g
 
 
 def test_linear_gradients(rng):
