@@ -80,7 +80,7 @@ def judge(part, part_data, outcome, verbose=False):
     errors = {(r.get("status"), r.get("error"), r.get("where")) for r in outcome.reports}
     if len(errors) == 1 and next(iter(errors))[0] == "error":          # one error, raised by every case
         _, lines = judge_case(0, part_data.configs[0], {}, {}, outcome.reports[0], {}, verbose)
-        lines[0] = f"all {cases} cases: " + lines[0].split(": ", 1)[1]
+        lines[0] = f"all {cases} cases: {outcome.reports[0].get('error', 'failed')}"
         return PartResult(part, 0.0, "failed", "\n".join([f"0 of {cases} cases passed"] + lines), outcome.seconds)
     passed, lines = 0, []
     for k in range(cases):
@@ -129,9 +129,13 @@ def reference(part, fresh_seed, solution, timeout, memory_mb, manifest):
 def grade_part(part, part_data, root, timeout, memory_mb, verbose, user):
     if isinstance(part_data, data.ReferenceDataError):
         return PartResult(part, 0.0, "error", f"Cannot grade this part: {part_data}")
-    outcome = sandbox.run_child(root, part_data.configs, part_data.inputs, timeout=timeout, memory_mb=memory_mb,
-                                user=user)
-    return judge(part, part_data, outcome, verbose)
+    try:
+        outcome = sandbox.run_child(root, part_data.configs, part_data.inputs, timeout=timeout, memory_mb=memory_mb,
+                                    user=user)
+        return judge(part, part_data, outcome, verbose)
+    except Exception as error:          # a fault of the grader itself: this part scores 0, the others go on
+        return PartResult(part, 0.0, "error", f"The grader failed on this part ({type(error).__name__}: {error}); "
+                                              "please report it to the course staff.")
 
 
 def grade(root, parts=None, timeout=20.0, memory_mb=1024, verbose=False, fresh_seed=None, solution=None,

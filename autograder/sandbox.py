@@ -97,10 +97,14 @@ def run_child(root, configs, inputs_list, timeout=20.0, memory_mb=1024, user=Non
                "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
         timed_out = False
         with open(out_path, "wb") as out:
-            proc = subprocess.Popen([sys.executable, "-I", "-B", WORKER, os.path.abspath(root), request, response],
-                                    cwd=work, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                    env=env, start_new_session=True,
-                                    preexec_fn=_limits(memory_mb, int(timeout) + 1, user))
+            try:
+                proc = subprocess.Popen([sys.executable, "-I", "-B", WORKER, os.path.abspath(root), request, response],
+                                        cwd=work, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                        env=env, start_new_session=True,
+                                        preexec_fn=_limits(memory_mb, int(timeout) + 1, user))
+            except (OSError, subprocess.SubprocessError) as error:
+                who = f" as user {user.pw_name}" if user is not None else ""
+                return Outcome(failure=f"could not be run: the grader failed to start Python{who} ({error})")
             try:
                 code = proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
