@@ -8,8 +8,9 @@ setup(
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     python_requires=">=3.9",
-    packages=["mytorch", "mytorch.nn", "mytorch.optim", "autograder"],
-    package_data={"autograder": ["data/*.npz", "data/manifest.json"]},
+    packages=["mytorch", "mytorch.nn", "mytorch.optim", "autograder", "handout"],
+    package_data={"autograder": ["data/*.npz", "data/manifest.json"],
+                  "handout": ["assignment/*.md", "student/*", "gradescope/*"]},
     install_requires=["numpy>=1.22", "matplotlib>=3.5"],
     extras_require={
         "test": ["pytest>=7", "nbclient>=0.7", "nbformat>=5.7", "ipykernel>=6"],

@@ -4,6 +4,7 @@
                          [--submission DIR] [--fresh-seed [SEED]] [--solution DIR] [--memory MB] [--jobs N]
     python -m autograder batch DIR [--jobs N] [--csv PATH] [--timeout S] [--fresh-seed [SEED]]
     python -m autograder handin [--submission DIR] [--out handin.tar]
+    python -m autograder gradescope [--root /autograder]      (Gradescope's run_autograder calls this)
 
 PART is a part number (2.1) or a section (2). The exit status is 0 whenever grading ran, whatever the score;
 2 for a usage error.
@@ -124,6 +125,9 @@ def main(argv=None):
     if argv and argv[0] == "handin":
         from autograder import handin
         return handin.main(argv[1:])
+    if argv and argv[0] == "gradescope":
+        from autograder import gradescope
+        return gradescope.main(argv[1:])
     return main_grade(argv)
 
 

@@ -10,7 +10,7 @@ def table(results, total_seconds=None, verbose=False):
     """A table: section, part, score/max; failing parts' messages (every part's with verbose) above it."""
     lines, width = [], 44
     for r in results:
-        if (verbose or not r.passed) and r.output:
+        if (verbose or r.status in ("failed", "error")) and r.output:
             lines += [f"── {r.part.number} {r.part.name}: {r.status} ".ljust(78, "─"), r.output, ""]
     lines += [f"{'#':<5}{'Part':<{width}}{'Score':>12}", "─" * (width + 17)]
     section = None

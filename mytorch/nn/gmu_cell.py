@@ -10,15 +10,6 @@ weight_ch_m, weight_ch_o (H) act elementwise on the PREVIOUS cell state c:
 c is not disconnected from the loss: c_t reaches h_{t+1} through (1 − m) and through both peepholes, and
 c_{t+1} through o. Only the LAST step's c' gets no gradient from a loss on h (pass ``None`` for it);
 no ``h + 0·c`` trick is needed.
-
-Backward, given (dh', dc'):
-
-    di   = dh' ⊙ m + dc' ⊙ (1 − o)        dm = dh' ⊙ (i − c)         do = dc' ⊙ (c − i)
-    da_i = di ⊙ (1 − i²)                   da_m = dm ⊙ m(1 − m)        da_o = do ⊙ o(1 − o)
-    dw_ch_m += Σ_N da_m ⊙ c                dw_ch_o += Σ_N da_o ⊙ c
-    dA = [da_i | da_m | da_o]:  dW_ih += dAᵀ x,  dW_hh += dAᵀ h,  db_ih, db_hh += Σ_N dA
-    dx = dA W_ih                  dh = dA W_hh
-    dc = dh' ⊙ (1 − m) + dc' ⊙ o + da_m ⊙ w_ch_m + da_o ⊙ w_ch_o
 """
 import math
 
@@ -78,6 +69,14 @@ class GMUCell(RecurrentCell):
         p, g = self.params, self.grads
         x, h, c, i, m, o = cache.x, cache.hidden, cache.cell, cache.i, cache.m, cache.o
         # BEGIN SOLUTION
+        # Backward, given (dh', dc'):
+        #
+        #     di   = dh' ⊙ m + dc' ⊙ (1 − o)        dm = dh' ⊙ (i − c)         do = dc' ⊙ (c − i)
+        #     da_i = di ⊙ (1 − i²)                   da_m = dm ⊙ m(1 − m)        da_o = do ⊙ o(1 − o)
+        #     dw_ch_m += Σ_N da_m ⊙ c                dw_ch_o += Σ_N da_o ⊙ c
+        #     dA = [da_i | da_m | da_o]:  dW_ih += dAᵀ x,  dW_hh += dAᵀ h,  db_ih, db_hh += Σ_N dA
+        #     dx = dA W_ih                  dh = dA W_hh
+        #     dc = dh' ⊙ (1 − m) + dc' ⊙ o + da_m ⊙ w_ch_m + da_o ⊙ w_ch_o
         di = dh_t * m + dc_t * (1.0 - o)                          # h' and c' both use i
         dm = dh_t * (i - c)                                       # dh'/dm = i - c
         do = dc_t * (c - i)                                       # dc'/do = c - i

@@ -8,18 +8,9 @@ concatenation along features:
     h'   = u ⊙ h + (1 − u) ⊙ c                                              u weights the OLD state
 
 Unlike PyTorch's GRU, the reset gate multiplies h before it meets the weights, and there is one bias per
-gate. The backward, as TensorFlow's kernel computes it (gru_ops.h):
-
-    d_c̄  = d_h ⊙ (1 − u) ⊙ (1 − c²)                 d_ū = d_h ⊙ (h − c) ⊙ u(1 − u)
-    [d_x₂ | d_hr] = d_c̄ w_cᵀ                          d_r̄ = d_hr ⊙ h ⊙ r(1 − r)
-    [d_x₁ | d_h₁] = [d_r̄ | d_ū] w_ruᵀ
-    d_x = d_x₁ + d_x₂                                 d_h_prev = d_h₁ + d_hr ⊙ r + d_h ⊙ u
-    d_w_ru = [x, h]ᵀ [d_r̄ | d_ū]     d_w_c = [x, r ⊙ h]ᵀ d_c̄     d_b_ru, d_b_c = column sums
-
-TensorFlow's documentation of GRUBlockCellGrad has seven errata against that kernel (the second term of
-d_x_component_1 and of d_h_prev_component_1 uses w_r where w_u is meant; ``+ u`` lacks ``d_h ⊙``; d_w_ru and
-d_w_c are swapped; d_u_bar uses h where h_prev is meant; biases are split in two; d_r_bar is never
-defined); the handout and the notebook show each one.
+gate. ``gru_block_cell_grad`` returns what TensorFlow's GRUBlockCellGrad op returns; the weight and bias
+gradients are computed by the cell (TensorFlow does it in its Python wrapper). TensorFlow's documentation of
+that op has seven errata against its kernel; the assignment and the notebook show each one.
 """
 import numpy as np
 
@@ -70,6 +61,13 @@ def gru_block_cell_grad(x, h_prev, w_ru, w_c, b_ru, b_c, r, u, c, d_h):
     _check_op("gru_block_cell_grad", x, h_prev, w_ru, w_c, b_ru, b_c, r=r, u=u, c=c, d_h=d_h)
     I = x.shape[1]
     # BEGIN SOLUTION
+    # The backward, as TensorFlow's kernel computes it (gru_ops.h):
+    #
+    #     d_c̄  = d_h ⊙ (1 − u) ⊙ (1 − c²)                 d_ū = d_h ⊙ (h − c) ⊙ u(1 − u)
+    #     [d_x₂ | d_hr] = d_c̄ w_cᵀ                          d_r̄ = d_hr ⊙ h ⊙ r(1 − r)
+    #     [d_x₁ | d_h₁] = [d_r̄ | d_ū] w_ruᵀ
+    #     d_x = d_x₁ + d_x₂                                 d_h_prev = d_h₁ + d_hr ⊙ r + d_h ⊙ u
+    #     d_w_ru = [x, h]ᵀ [d_r̄ | d_ū]     d_w_c = [x, r ⊙ h]ᵀ d_c̄     d_b_ru, d_b_c = column sums
     d_c_bar = d_h * (1.0 - u) * F.tanh_grad(c)                        # dh/dc = 1 - u;  dc/dc̄ = 1 - c²
     d_u_bar = d_h * (h_prev - c) * F.sigmoid_grad(u)                  # dh/du = h_prev - c;  du/dū = u(1 - u)
     d_x_2_hr = d_c_bar @ w_c.T                                        # N,I+H  = [d_x₂ | d_hr]

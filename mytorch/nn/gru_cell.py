@@ -10,14 +10,6 @@ Gates are stacked in the order r, z, n in weight_ih (3H, I), weight_hh (3H, H), 
 b_hn sits inside the product with r (it is part of the recurrent term r gates), and z keeps the old state:
 both as PyTorch's code does. σ is the sigmoid, ⊙ the elementwise product.
 
-Backward, given dh' (N, H); let g_n = h W_hnᵀ + b_hn (cached):
-
-    dn   = dh' ⊙ (1 − z)             dz = dh' ⊙ (h − n)           dh ← dh' ⊙ z
-    da_n = dn ⊙ (1 − n²)             da_z = dz ⊙ z(1 − z)         da_r = da_n ⊙ g_n ⊙ r(1 − r)
-    dg_n = da_n ⊙ r
-    input rows   [da_r | da_z | da_n] = dA_x  (N, 3H):  dW_ih += dA_xᵀ x,  db_ih += Σ_N dA_x,  dx = dA_x W_ih
-    hidden rows  [da_r | da_z | dg_n] = dA_h  (N, 3H):  dW_hh += dA_hᵀ h,  db_hh += Σ_N dA_h,  dh += dA_h W_hh
-
 Course interface (seed 003): ``Wrx Wzx Wnx`` (H, I), ``Wrh Wzh Wnh`` (H, H), ``brx bzx bnx brh bzh bnh`` (H)
 are views of the stacked parameters, ``dWrx … dbnh`` views of the gradients, and
 ``init_weights(Wrx, Wzx, Wnx, Wrh, Wzh, Wnh, brx, bzx, bnx, brh, bzh, bnh)`` sets them. After ``forward``
@@ -144,6 +136,13 @@ class GRUCell(RecurrentCell):
         p, g = self.params, self.grads
         x, h, r, z, n = cache.x, cache.hidden, cache.r, cache.z, cache.n
         # BEGIN SOLUTION
+        # Backward, given dh' (N, H); let g_n = h W_hnᵀ + b_hn (cached):
+        #
+        #     dn   = dh' ⊙ (1 − z)             dz = dh' ⊙ (h − n)           dh ← dh' ⊙ z
+        #     da_n = dn ⊙ (1 − n²)             da_z = dz ⊙ z(1 − z)         da_r = da_n ⊙ g_n ⊙ r(1 − r)
+        #     dg_n = da_n ⊙ r
+        #     input rows   [da_r | da_z | da_n] = dA_x  (N, 3H):  dW_ih += dA_xᵀ x,  db_ih += Σ_N dA_x,  dx = dA_x W_ih
+        #     hidden rows  [da_r | da_z | dg_n] = dA_h  (N, 3H):  dW_hh += dA_hᵀ h,  db_hh += Σ_N dA_h,  dh += dA_h W_hh
         dn = dh_t * (1.0 - z)                                     # dh'/dn = 1 - z
         dz = dh_t * (h - n)                                       # dh'/dz = h - n
         da_n = dn * F.tanh_grad(n)                                # dn/da_n = 1 - n²

@@ -99,7 +99,7 @@ class Recurrent(Module):
             cell.clear_tape()
         self._tape.clear()                           # a new sequence; an unfinished one is dropped
         outputs = []
-        # BEGIN SOLUTION
+        # BEGIN SOLUTION for each step t, feed X[t] up through the layers (cell.forward, keeping each layer's state in states[layer]) and append the top layer's h to outputs
         for t in range(X.shape[0]):
             inp = X[t]
             for layer, cell in enumerate(self.cells):
@@ -129,7 +129,7 @@ class Recurrent(Module):
             self._tape.append(record)                # a rejected call consumes nothing
             raise
         dX = []
-        # BEGIN SOLUTION
+        # BEGIN SOLUTION for t from the last step down, and each layer from the top down, call cell.backward with the gradient from step t+1 (d_states[layer]) plus, on h, the gradient from above (self._add_to_h); append the bottom layer's dx to dX
         for t in reversed(range(record.steps)):
             d_inp = dY[t]
             for layer in reversed(range(self.num_layers)):

@@ -2,12 +2,6 @@
 
     a  = x @ W_ihᵀ + b_ih + h @ W_hhᵀ + b_hh          (N, H)
     h' = act(a)                                        act = tanh or relu
-
-Backward, given dh' = dL/dh' (N, H):
-
-    da    = dh' ⊙ act'(a)          written from the output: 1 - h'² (tanh) or [h' > 0] (relu)
-    dW_ih += daᵀ x,  dW_hh += daᵀ h,  db_ih += Σ_N da,  db_hh += Σ_N da
-    dx    = da W_ih,  dh = da W_hh
 """
 import math
 
@@ -69,6 +63,11 @@ class RNNCell(RecurrentCell):
         cache, (dh_t,) = self._prepare_backward(d_state)
         p, g = self.params, self.grads
         # BEGIN SOLUTION
+        # Backward, given dh' = dL/dh' (N, H):
+        #
+        #     da    = dh' ⊙ act'(a)          written from the output: 1 - h'² (tanh) or [h' > 0] (relu)
+        #     dW_ih += daᵀ x,  dW_hh += daᵀ h,  db_ih += Σ_N da,  db_hh += Σ_N da
+        #     dx    = da W_ih,  dh = da W_hh
         act_grad = F.tanh_grad(cache.h_t) if self.nonlinearity == "tanh" else F.relu_grad(cache.h_t)
         da = dh_t * act_grad                           # dh'/da = act'(a), from the output
         g["weight_ih"] += da.T @ cache.x               # da/dW_ih = x

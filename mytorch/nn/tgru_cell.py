@@ -13,13 +13,6 @@ which is what makes the network "strongly typed" and lets all the gates be compu
 at once. (Lux allocates weight_hh as (3H, H) and the initial memory H wide although both act on x_{t−1};
 that only works when I = H. mytorch uses the consistent I-wide form, as RecurrentLayers.jl does.)
 
-Backward, given (dh', dm'):
-
-    dz = dh' ⊙ o            df = dh' ⊙ h                do = dh' ⊙ z            dh = dh' ⊙ f
-    dA = [dz | df ⊙ f(1 − f) | do ⊙ (1 − o²)]            (N, 3H)
-    dW_ih += dAᵀ x,  dW_hh += dAᵀ m,  db_ih, db_hh += Σ_N dA
-    dx = dA W_ih + dm'      (x is also the next memory)      dm = dA W_hh
-
 With ``train_state`` / ``train_memory``, a missing initial state is the trainable vector ``hidden_state`` (H)
 / ``memory`` (I) repeated over the batch, and its gradient (summed over the batch) lands in
 ``grads['hidden_state']`` / ``grads['memory']``.
@@ -141,6 +134,12 @@ class TGRUCell(RecurrentCell):
         p, g = self.params, self.grads
         x, h, mem, z, f, o = cache.x, cache.hidden, cache.memory, cache.z, cache.f, cache.o
         # BEGIN SOLUTION
+        # Backward, given (dh', dm'):
+        #
+        #     dz = dh' ⊙ o            df = dh' ⊙ h                do = dh' ⊙ z            dh = dh' ⊙ f
+        #     dA = [dz | df ⊙ f(1 − f) | do ⊙ (1 − o²)]            (N, 3H)
+        #     dW_ih += dAᵀ x,  dW_hh += dAᵀ m,  db_ih, db_hh += Σ_N dA
+        #     dx = dA W_ih + dm'      (x is also the next memory)      dm = dA W_hh
         dz = dh_t * o                                                        # dh'/dz = o  (z is linear)
         df = dh_t * h                                                        # dh'/df = h
         do = dh_t * z                                                        # dh'/do = z

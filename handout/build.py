@@ -1,0 +1,136 @@
+"""Build the student handout and the Gradescope autograder from this repository.
+
+    python -m handout build [--out build/handout]          the student version, and OUT.zip
+    python -m handout gradescope [--out build/gradescope] [--with-solution]    Gradescope's autograder zip
+
+Student version: ``mytorch/`` with every solution region replaced by a TODO; ``notebooks/`` stripped the same
+way with outputs cleared; ``autograder/`` with its reference data but without the generator and the mistake
+catalogue; the written assignment; a student README and setup.py. Nothing with a solution in it is copied:
+the build fails if a ``BEGIN SOLUTION`` marker survives anywhere in the output.
+
+Gradescope version: ``setup.sh`` and ``run_autograder`` at the root, the grader, and with ``--with-solution``
+the solution ``mytorch`` under ``solution/`` so that every submission is graded on fresh cases
+(``--fresh-seed``) whose references come from the solution; student code runs as the unprivileged user
+``student`` (created by setup.sh), who cannot read the solution.
+"""
+import json
+import os
+import shutil
+
+from handout.markers import MarkerError, strip_source
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.join(REPO, "handout")
+INSTRUCTOR_ONLY = {"generate.py", "mistakes.py"}
+
+
+class BuildError(Exception):
+    """The build cannot go on; the message says why."""
+
+
+def _ignore(folder, names):
+    return {n for n in names if n == "__pycache__" or n.endswith(".pyc") or n.startswith(".")}
+
+
+def strip_tree(src, dst, pattern=".py"):
+    """Copy the .py files of ``src`` to ``dst`` with every solution region replaced. Returns the region count."""
+    count = 0
+    for folder, dirs, files in os.walk(src):
+        dirs[:] = sorted(d for d in dirs if d not in _ignore(folder, [d]))
+        for name in sorted(files):
+            if not name.endswith(pattern):
+                continue
+            path = os.path.join(folder, name)
+            rel = os.path.relpath(path, REPO)
+            with open(path, encoding="utf-8") as f:
+                stripped, n = strip_source(f.read(), rel)
+            count += n
+            target = os.path.join(dst, os.path.relpath(path, src))
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            with open(target, "w", encoding="utf-8") as f:
+                f.write(stripped)
+    return count
+
+
+def strip_notebook(path, target):
+    """A notebook with solution regions replaced in its code cells, and every output cleared."""
+    with open(path, encoding="utf-8") as f:
+        notebook = json.load(f)
+    count = 0
+    for index, cell in enumerate(notebook.get("cells", [])):
+        if cell.get("cell_type") != "code":
+            continue
+        source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        stripped, n = strip_source(source, f"{os.path.relpath(path, REPO)} (cell {index + 1})", require_function=False)
+        count += n
+        cell["source"] = stripped
+        cell["outputs"], cell["execution_count"] = [], None
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    with open(target, "w", encoding="utf-8") as f:
+        json.dump(notebook, f, indent=1, ensure_ascii=False)
+        f.write("\n")
+    return count
+
+
+def copy_grader(dst):
+    shutil.copytree(os.path.join(REPO, "autograder"), dst,
+                    ignore=lambda folder, names: _ignore(folder, names) | (INSTRUCTOR_ONLY & set(names)))
+
+
+def check_no_markers(root):
+    for folder, _, files in os.walk(root):
+        for name in files:
+            path = os.path.join(folder, name)
+            try:
+                with open(path, encoding="utf-8") as f:
+                    text = f.read()
+            except (UnicodeDecodeError, OSError):
+                continue
+            if "BEGIN SOLUTION" in text or "END SOLUTION" in text:
+                raise BuildError(f"{os.path.relpath(path, root)} still holds a solution marker")
+
+
+def _fresh(out):
+    out = os.path.abspath(out)
+    if os.path.exists(out):
+        shutil.rmtree(out)
+    os.makedirs(out)
+    return out
+
+
+def build_handout(out):
+    """The student version in ``out`` and ``out.zip``; returns (out, zip path, number of regions stripped)."""
+    out = _fresh(out)
+    try:
+        regions = strip_tree(os.path.join(REPO, "mytorch"), os.path.join(out, "mytorch"))
+        notebooks = os.path.join(REPO, "notebooks")
+        if os.path.isdir(notebooks):
+            for name in sorted(os.listdir(notebooks)):
+                if name.endswith(".ipynb"):
+                    regions += strip_notebook(os.path.join(notebooks, name), os.path.join(out, "notebooks", name))
+                elif name.endswith((".py", ".md")) and not name.startswith("."):
+                    shutil.copy(os.path.join(notebooks, name), os.path.join(out, "notebooks", name))
+    except MarkerError as error:
+        raise BuildError(str(error)) from None
+    copy_grader(os.path.join(out, "autograder"))
+    shutil.copytree(os.path.join(HERE, "assignment"), os.path.join(out, "assignment"), ignore=_ignore)
+    for name in ("README.md", "setup.py"):
+        shutil.copy(os.path.join(HERE, "student", name), os.path.join(out, name))
+    check_no_markers(out)
+    archive = shutil.make_archive(out, "zip", root_dir=os.path.dirname(out), base_dir=os.path.basename(out))
+    return out, archive, regions
+
+
+def build_gradescope(out, with_solution=False):
+    """Gradescope's autograder in ``out`` and ``out.zip`` (files at the zip's root, as Gradescope wants)."""
+    out = _fresh(out)
+    copy_grader(os.path.join(out, "autograder"))
+    for name in ("setup.sh", "run_autograder"):
+        shutil.copy(os.path.join(HERE, "gradescope", name), os.path.join(out, name))
+        os.chmod(os.path.join(out, name), 0o755)
+    if with_solution:
+        shutil.copytree(os.path.join(REPO, "mytorch"), os.path.join(out, "solution", "mytorch"), ignore=_ignore)
+    else:
+        check_no_markers(out)
+    archive = shutil.make_archive(out, "zip", root_dir=out)
+    return out, archive

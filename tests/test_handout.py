@@ -1,0 +1,199 @@
+"""The student handout and the Gradescope package: no solution leaks, the empty handout grades to zero without
+a traceback, putting the solution back restores full marks, and markers are validated."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+from handout import build, markers
+from tests.graderkit import REPO, check_gradescope, load_results, run_cli
+
+PY_SOURCES = [os.path.join(folder, name) for folder, _, names in os.walk(os.path.join(REPO, "mytorch"))
+              for name in names if name.endswith(".py")]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    out, archive, regions = build.build_handout(str(tmp_path_factory.mktemp("build") / "handout"))
+    return out, archive, regions
+
+
+def region_bodies(path):
+    with open(path, encoding="utf-8") as f:
+        return markers.region_texts(f.read(), path)
+
+
+def output_lines(root):
+    lines = set()
+    for folder, _, names in os.walk(root):
+        for name in names:
+            try:
+                with open(os.path.join(folder, name), encoding="utf-8") as f:
+                    lines.update(line.strip() for line in f)
+            except UnicodeDecodeError:
+                continue
+    return lines
+
+
+CONTROL = ("if ", "elif ", "else", "for ", "while ", "try", "except", "with ", "return", "continue", "break")
+
+
+def non_trivial(line):
+    """A line that computes something: not blank, not a comment, not a bare control header such as
+    ``if self.bias:`` (those legitimately appear outside regions too)."""
+    line = line.strip()
+    return len(line) >= 12 and not line.startswith("#") and not (line.endswith(":") and line.startswith(CONTROL))
+
+
+def test_no_solution_line_reaches_the_handout(built):
+    out, archive, regions = built
+    assert regions >= 13
+    shipped = output_lines(out)
+    leaked = [(os.path.relpath(path, REPO), line.strip()) for path in PY_SOURCES for body in region_bodies(path)
+              for line in body.splitlines() if non_trivial(line) and line.strip() in shipped]
+    assert not leaked, leaked
+    for folder, _, names in os.walk(out):
+        assert "generate.py" not in names and "mistakes.py" not in names and "tests" not in folder
+    with zipfile.ZipFile(archive) as z:
+        names = z.namelist()
+    assert "handout/mytorch/nn/gru_cell.py" in names and "handout/assignment/README.md" in names
+    assert "handout/autograder/data/manifest.json" in names
+
+
+def test_every_todo_says_what_to_compute(built):
+    out, _, _ = built
+    with open(os.path.join(out, "mytorch", "nn", "gru_cell.py")) as f:
+        source = f.read()
+    assert "        # TODO: compute r, z, g_n, n, h_t" in source
+    assert "raise NotImplementedError(\"GRUCell.backward: compute dx, dh and add (+=) each parameter's" in source
+    compile(source, "gru_cell.py", "exec")                           # still valid Python, indentation kept
+
+
+def test_empty_handout_installs_grades_zero_without_traceback(built, tmp_path):
+    out, _, _ = built
+    site = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), out],
+                   check=True, capture_output=True)
+    assert (site / "autograder" / "data" / "manifest.json").exists()          # the package data is installed
+    work = tmp_path / "work"
+    shutil.copytree(os.path.join(out, "mytorch"), work / "mytorch")
+    env = dict(os.environ, PYTHONPATH=str(site))
+    imported = subprocess.run([sys.executable, "-c", "import mytorch, autograder; print(autograder.__file__); "
+                               "print(mytorch.nn.GRUCell(2, 3))"], cwd=work, capture_output=True, text=True, env=env)
+    assert imported.returncode == 0, imported.stderr
+    assert imported.stdout.startswith(str(site)) and "GRUCell(2, 3" in imported.stdout
+    proc = subprocess.run([sys.executable, "-m", "autograder", "--json", str(tmp_path / "r.json")], cwd=work,
+                          capture_output=True, text=True, env=env)
+    assert proc.returncode == 0 and "Traceback" not in proc.stdout + proc.stderr
+    tests = check_gradescope(load_results(tmp_path / "r.json"))
+    assert all(t["score"] == 0 and "not implemented yet" in t["output"] for t in tests.values())
+    assert proc.stdout.count("(not implemented yet)") == len(tests)
+
+
+def test_round_trip_restores_full_marks(built, tmp_path):
+    out, _, _ = built
+    restored = tmp_path / "restored"
+    shutil.copytree(os.path.join(out, "mytorch"), restored / "mytorch")
+    for path in PY_SOURCES:
+        target = restored / os.path.relpath(path, REPO)
+        with open(target) as f:
+            stripped = f.read()
+        with open(target, "w") as f:
+            f.write(markers.restore(stripped, region_bodies(path)))
+    proc = run_cli(["--submission", str(restored), "--json", str(tmp_path / "r.json")])
+    assert proc.returncode == 0
+    assert load_results(tmp_path / "r.json")["score"] == 100
+
+
+@pytest.mark.parametrize("with_solution", [False, True], ids=["stored references", "fresh seed from the solution"])
+def test_gradescope_zip(built, tmp_path, with_solution):
+    build.build_gradescope(str(tmp_path / "package"), with_solution)
+    root = tmp_path / "autograder"
+    for sub in ("source", "submission", "results"):
+        (root / sub).mkdir(parents=True)
+    with zipfile.ZipFile(str(tmp_path / "package.zip")) as z:
+        assert {"setup.sh", "run_autograder"} <= set(z.namelist())
+        z.extractall(root / "source")
+    assert ("solution/mytorch/__init__.py" in z.namelist()) == with_solution
+    os.chmod(root / "source" / "run_autograder", 0o755)
+
+    def grade(submission_files):
+        shutil.rmtree(root / "submission")
+        shutil.copytree(submission_files, root / "submission")
+        env = dict(os.environ, AUTOGRADER_ROOT=str(root))
+        proc = subprocess.run([str(root / "source" / "run_autograder")], env=env, capture_output=True, text=True,
+                              timeout=300)
+        assert proc.returncode == 0 and "Traceback" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+        results = load_results(root / "results" / "results.json")
+        check_gradescope(results)
+        return results["score"]
+
+    handin = tmp_path / "handin"
+    handin.mkdir()
+    run_cli(["handin", "--submission", REPO, "--out", str(handin / "handin.tar")])
+    assert grade(handin) == 100                                        # the solution, as handed in
+    empty = tmp_path / "empty"
+    shutil.copytree(os.path.join(built[0], "mytorch"), empty / "my_upload" / "mytorch")
+    assert grade(empty) == 0                                           # the untouched handout, as a folder
+    nothing = tmp_path / "nothing"
+    nothing.mkdir()
+    assert grade(nothing) == 0
+
+
+BAD = {
+    "unterminated": ("def f():\n    # BEGIN SOLUTION\n    x = 1\n", "2: BEGIN SOLUTION without an END SOLUTION"),
+    "nested": ("def f():\n    # BEGIN SOLUTION\n    # BEGIN SOLUTION\n    x = 1\n    # END SOLUTION\n",
+               "3: nested BEGIN SOLUTION (the region opened at line 2 is still open)"),
+    "end without begin": ("def f():\n    x = 1\n    # END SOLUTION\n", "3: END SOLUTION without a BEGIN SOLUTION"),
+    "outside a function": ("# BEGIN SOLUTION\nx = 1\n# END SOLUTION\n",
+                           "1: a solution region must lie inside a function body"),
+    "mismatched indentation": ("def f():\n    # BEGIN SOLUTION\n    x = 1\n# END SOLUTION\n",
+                               "4: END SOLUTION is not indented like its BEGIN SOLUTION at line 2"),
+    "empty": ("def f():\n    # BEGIN SOLUTION\n    # END SOLUTION\n    return 1\n", "2: empty solution region"),
+}
+
+
+@pytest.mark.parametrize("name", BAD)
+def test_bad_markers_are_build_errors_naming_file_and_line(name):
+    source, message = BAD[name]
+    with pytest.raises(markers.MarkerError) as error:
+        markers.strip_source(source, "mytorch/nn/x.py")
+    assert str(error.value) == f"mytorch/nn/x.py:{message}"
+
+
+def test_regions_in_nested_functions_and_methods():
+    source = ("class A:\n    def f(self, x):\n        y = 2\n        # BEGIN SOLUTION\n        z = x * y\n"
+              "        w = z + 1\n        # END SOLUTION\n        return w\n")
+    stripped, n = markers.strip_source(source, "a.py")
+    assert n == 1
+    assert stripped.split("\n")[3:5] == ["        # TODO: compute w (see the module docstring and assignment/)",
+                                         "        raise NotImplementedError('A.f: compute w')"]
+    assert markers.restore(stripped + "\n", markers.region_texts(source, "a.py")).rstrip() == \
+        "\n".join(l for l in source.split("\n") if "SOLUTION" not in l).rstrip()
+
+
+def test_notebooks_are_stripped_and_cleared(tmp_path):
+    notebook = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        {"cell_type": "markdown", "metadata": {}, "source": ["# Title\n", "$a = b$"]},
+        {"cell_type": "code", "metadata": {}, "execution_count": 3, "outputs": [{"output_type": "stream",
+         "name": "stdout", "text": ["42\n"]}], "source": ["x = 1\n", "# BEGIN SOLUTION\n", "answer = x * 42\n",
+                                                           "# END SOLUTION\n", "print(answer)\n"]}]}
+    path = tmp_path / "n.ipynb"
+    path.write_text(json.dumps(notebook))
+    assert build.strip_notebook(str(path), str(tmp_path / "out.ipynb")) == 1
+    out = json.loads((tmp_path / "out.ipynb").read_text())
+    code = out["cells"][1]
+    assert code["outputs"] == [] and code["execution_count"] is None
+    assert "answer = x * 42" not in code["source"] and "raise NotImplementedError" in code["source"]
+    assert out["cells"][0]["source"] == ["# Title\n", "$a = b$"]
+
+
+def test_cli_builds(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "handout", "build", "--out", str(tmp_path / "h")], cwd=REPO,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0 and "solution regions replaced by TODOs" in proc.stdout
+    assert (tmp_path / "h.zip").exists()
