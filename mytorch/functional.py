@@ -19,14 +19,21 @@ def _as_float(a):
 
 
 def sigmoid(a):
-    """σ(a) = 1 / (1 + exp(-a)), without overflow for any finite a.
+    """σ(a) = 1 / (1 + exp(-a)), exact and without overflow for any finite a.
 
-    For a >= 0 use 1 / (1 + e^{-a}); for a < 0 use e^{a} / (1 + e^{a}). Either way the exponent is <= 0,
-    so exp never overflows (the naive form warns at a = -1000).
+    Written branch-free as σ(a) = exp(min(a, 0)) / (1 + exp(-|a|)): both exponents are <= 0, so exp never
+    overflows (the naive form warns at a = -1000), and for a < 0 it is e^a / (1 + e^a), so tiny values keep
+    their relative precision. No masks or np.where: on random signs those run several times slower.
     """
     a = _as_float(a)
-    e = np.exp(-np.abs(a))                     # in (0, 1]: never overflows
-    return np.where(a >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+    shape, a = a.shape, a.reshape(-1)              # 1-D views, so 0-d input works with out=
+    denominator = np.abs(a)
+    np.negative(denominator, out=denominator)
+    np.exp(denominator, out=denominator)
+    denominator += 1.0                             # 1 + exp(-|a|)
+    numerator = np.minimum(a, 0.0)
+    np.exp(numerator, out=numerator)               # exp(min(a, 0))
+    return np.divide(numerator, denominator, out=numerator).reshape(shape)
 
 
 def sigmoid_grad(y):
