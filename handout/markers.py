@@ -87,6 +87,9 @@ def describe(region, lines, tree, function):
         if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Subscript) and first <= line <= last:
             accumulates = True
     names = [n for n in assigned if n in used_after]
+    returns = any(isinstance(node, ast.Return) and first <= node.lineno <= last for node in ast.walk(function))
+    if returns and not names:
+        return "complete the function (its docstring says what it returns)"
     words = []
     if names:
         words.append("compute " + ", ".join(names))
@@ -101,21 +104,26 @@ def strip_source(source, where, require_function=True):
     regions = find_regions(lines, where)
     if not regions:
         return source, 0
-    tree = ast.parse(source, filename=where) if require_function else None
+    try:
+        tree = ast.parse(source, filename=where)
+    except SyntaxError:
+        if require_function:
+            raise MarkerError(f"{where}: does not parse as Python") from None
+        tree = None                                            # a notebook cell with IPython syntax
     functions = _functions(tree) if tree else []
     out, previous = [], 0
     for region in regions:
-        function = None
-        if tree is not None:
-            inside = [f for f in functions if f.body[0].lineno <= region.begin + 1 and region.end + 1 <= f.end_lineno]
-            if not inside:
-                raise MarkerError(f"{where}:{region.begin + 1}: a solution region must lie inside a function body")
-            function = max(inside, key=lambda f: f.lineno)          # the innermost
+        # the body's lines lie within the function (the END marker may follow its last statement)
+        inside = [f for f in functions if f.body[0].lineno <= region.begin + 1 and region.end <= f.end_lineno
+                  and len(region.indent) > f.col_offset]
+        if require_function and not inside:
+            raise MarkerError(f"{where}:{region.begin + 1}: a solution region must lie inside a function body")
+        function = max(inside, key=lambda f: f.lineno) if inside else None     # the innermost
         what = describe(region, lines, tree, function) if function else (region.text or "complete this cell")
         label = _qualified_name(tree, function) if function else "exercise"
         out += lines[previous:region.begin]
-        out.append(f"{region.indent}# TODO: {what} (see the module docstring and assignment/)" if function
-                   else f"{region.indent}# TODO: {what}")
+        where_to_look = " (see the module docstring and assignment/)" if require_function else ""
+        out.append(f"{region.indent}# TODO: {what}{where_to_look}")
         out.append(f"{region.indent}raise NotImplementedError({(label + ': ' + what)!r})")
         previous = region.end + 1
     out += lines[previous:]

@@ -14,6 +14,8 @@ from tests.graderkit import REPO, check_gradescope, load_results, run_cli
 
 PY_SOURCES = [os.path.join(folder, name) for folder, _, names in os.walk(os.path.join(REPO, "mytorch"))
               for name in names if name.endswith(".py")]
+NOTEBOOKS = sorted(os.path.join(REPO, "notebooks", n) for n in os.listdir(os.path.join(REPO, "notebooks"))
+                   if n.endswith(".ipynb"))
 
 
 @pytest.fixture(scope="module")
@@ -49,13 +51,24 @@ def non_trivial(line):
     return len(line) >= 12 and not line.startswith("#") and not (line.endswith(":") and line.startswith(CONTROL))
 
 
+def notebook_region_bodies(path):
+    with open(path, encoding="utf-8") as f:
+        notebook = json.load(f)
+    return [body for cell in notebook["cells"] if cell["cell_type"] == "code"
+            for body in markers.region_texts("".join(cell["source"]), path)]
+
+
 def test_no_solution_line_reaches_the_handout(built):
     out, archive, regions = built
     assert regions >= 13
     shipped = output_lines(out)
-    leaked = [(os.path.relpath(path, REPO), line.strip()) for path in PY_SOURCES for body in region_bodies(path)
+    bodies = [(path, body) for path in PY_SOURCES for body in region_bodies(path)]
+    bodies += [(path, body) for path in NOTEBOOKS for body in notebook_region_bodies(path)]
+    assert len(bodies) == regions
+    leaked = [(os.path.relpath(path, REPO), line.strip()) for path, body in bodies
               for line in body.splitlines() if non_trivial(line) and line.strip() in shipped]
     assert not leaked, leaked
+    assert sorted(os.listdir(os.path.join(out, "notebooks"))) == sorted(os.path.basename(p) for p in NOTEBOOKS)
     for folder, _, names in os.walk(out):
         assert "generate.py" not in names and "mistakes.py" not in names and "tests" not in folder
     with zipfile.ZipFile(archive) as z:

@@ -1,0 +1,42 @@
+"""The notebooks: stored without outputs, each executes top to bottom in a fresh kernel, asserts its own
+numerical checks, and draws at least one figure."""
+import glob
+import os
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat", reason="the test extras (pip install -e '.[test]') run the notebooks")
+nbclient = pytest.importorskip("nbclient")
+
+NOTEBOOKS = sorted(glob.glob(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                          "notebooks", "*.ipynb")))
+EXPECTED = ["01_rnn_cell", "02_gru_cell", "03_gru_block_cell", "04_gmu_cell", "05_tgru_cell", "06_bptt_vanishing",
+            "07_training"]
+
+
+def test_every_notebook_is_there():
+    assert [os.path.basename(p)[:-6] for p in NOTEBOOKS] == EXPECTED
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=os.path.basename)
+def test_stored_without_outputs_and_complete(path):
+    nb = nbformat.read(path, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert all(c.outputs == [] and c.execution_count is None for c in code), "clear the outputs before committing"
+    markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    source = "\n".join(c.source for c in code)
+    assert "$" in markdown                                   # derivations in LaTeX
+    assert "import mytorch" in source or "from mytorch" in source
+    assert "assert " in source                               # its numerical checks fail the run when wrong
+    assert "plt." in source
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=os.path.basename)
+def test_executes_in_a_fresh_kernel(path):
+    nb = nbformat.read(path, as_version=4)
+    client = nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
+                                     resources={"metadata": {"path": os.path.dirname(path)}})
+    client.execute()                                         # raises CellExecutionError on any failing cell
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    assert any(o.output_type == "display_data" and "image/png" in o.data for o in outputs), "no figure was drawn"
+    assert not any(o.output_type == "error" for o in outputs)
