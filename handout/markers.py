@@ -76,16 +76,16 @@ def describe(region, lines, tree, function):
     if region.text:
         return region.text
     first, last = region.begin + 2, region.end          # 1-based line numbers of the body
-    assigned, used_after, accumulates = [], set(), False
+    stores, used_after, accumulates = [], set(), False
     for node in ast.walk(function):
         line = getattr(node, "lineno", 0)
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and first <= line <= last:
-            if node.id not in assigned:
-                assigned.append(node.id)
+            stores.append((node.lineno, node.col_offset, node.id))
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and line > last:
             used_after.add(node.id)
         if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Subscript) and first <= line <= last:
             accumulates = True
+    assigned = list(dict.fromkeys(name for _, _, name in sorted(stores)))      # in source order
     names = [n for n in assigned if n in used_after]
     returns = any(isinstance(node, ast.Return) and first <= node.lineno <= last for node in ast.walk(function))
     if returns and not names:
