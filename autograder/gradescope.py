@@ -4,7 +4,8 @@
 
 The submission may be ``handin.tar`` (from ``python -m autograder handin``), a ``mytorch`` folder, or
 a zip or folder holding one. It is copied to a fresh folder readable by all. When started as root and the user
-``student`` exists (setup.sh makes it), student code runs as ``student``; when ``source/solution/mytorch``
+``student`` exists (setup.sh makes it), student code runs as ``student`` and the reference data is made
+readable by root alone; when ``source/solution/mytorch``
 exists, the solution is made readable by root alone and every submission is graded on fresh cases whose
 references it computes. The results file is written in every case.
 """
@@ -18,7 +19,7 @@ import tarfile
 import tempfile
 import zipfile
 
-from autograder import report, spec
+from autograder import data, report, spec
 from autograder.__main__ import main_grade
 from autograder.grade import PartResult
 
@@ -88,6 +89,8 @@ def main(argv):
         try:
             pwd.getpwnam(STUDENT)
             grade_args += ["--run-as", STUDENT]
+            # the grader reads the references before any student code runs; the student may not read them
+            os.chmod(data.DATA_DIR, 0o700)
         except KeyError:
             print(f"warning: no user {STUDENT!r}: student code runs with the grader's privileges")
     solution = os.path.join(root, "source", "solution")
