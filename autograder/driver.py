@@ -11,11 +11,6 @@ import traceback
 
 import numpy as np
 
-CELL_STATES = {"RNNCell": ("h",), "GRUCell": ("h",), "GRUBlockCell": ("h",), "GMUCell": ("h", "c"),
-               "TGRUCell": ("h", "m")}
-EXPOSED = {"RNNCell": (), "GRUCell": ("r", "z", "n"), "GRUBlockCell": ("r", "u", "c"), "GMUCell": ("i", "m", "o"),
-           "TGRUCell": ("z", "f", "o")}
-LAYERS = {"RNNCell": "RNN", "GRUCell": "GRU", "GRUBlockCell": "GRUBlock", "GMUCell": "GMU", "TGRUCell": "TGRU"}
 COURSE = ("Wrx", "Wzx", "Wnx", "Wrh", "Wzh", "Wnh", "brx", "bzx", "bnx", "brh", "bzh", "bnh")
 
 
@@ -68,7 +63,7 @@ def _check_unchanged(module_params, params, out):
 
 def cell_case(mytorch, config, inputs, out):
     cls = getattr(mytorch.nn, config["cell"])
-    names = CELL_STATES[config["cell"]]
+    names = config["states"]
     cell = cls(config["I"], config["H"], **config["flags"])
     params = _params(inputs)
     if config["interface"] == "course":
@@ -83,7 +78,7 @@ def cell_case(mytorch, config, inputs, out):
         state = cell.forward(inputs["x"][step], state)
     if config["kind"] == "forward":
         out.record.put_state("", [f"{n}_t" for n in names], state)
-        for attr in EXPOSED[config["cell"]] + (("x", "hidden") if config["interface"] == "course" else ()):
+        for attr in config["exposed"] + (["x", "hidden"] if config["interface"] == "course" else []):
             out.record.put(attr, getattr(cell, attr, None))
     if config["cell"] == "GRUBlockCell" and config["kind"] == "forward":
         # the op is 2-D only; the case's own arrays are passed, so a change made in place is seen
@@ -126,9 +121,9 @@ def _layer_state(inputs, prefix, layers, count):
 
 
 def sequence_case(mytorch, config, inputs, out):
-    names = CELL_STATES[config["cell"]]
+    names = config["states"]
     L = config["layers"]
-    layer = getattr(mytorch.nn, LAYERS[config["cell"]])(config["I"], config["H"], num_layers=L,
+    layer = getattr(mytorch.nn, config["layer"])(config["I"], config["H"], num_layers=L,
                                                           batch_first=config["batch_first"], **config["flags"])
     params = _params(inputs)
     layer.load_state_dict({k: v.copy() for k, v in params.items()})

@@ -109,8 +109,10 @@ def _batch(n, *shape):
 def make_case(rng, part, shape):
     """One case of ``part``: ``(config, inputs)``; inputs is a dict of float64 arrays."""
     n, I, H, flags, steps = shape[:5]
-    config = {"part": part.number, "kind": part.kind, "cell": part.cell, "n": n, "I": I, "H": H,
-              "flags": flags, "steps": steps, "interface": "mytorch"}
+    states, exposed = CELLS[part.cell]
+    config = {"part": part.number, "kind": part.kind, "cell": part.cell, "layer": LAYERS[part.cell],
+              "states": list(states), "exposed": list(exposed), "n": n, "I": I, "H": H, "flags": flags,
+              "steps": steps, "interface": "mytorch"}
     inputs = {}
     if part.kind == "sequence":
         layers, batch_first = shape[5], shape[6]

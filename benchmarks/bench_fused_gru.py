@@ -9,11 +9,10 @@ readable per-step code students write). Before timing, its outputs and gradients
 mytorch's GRU, so the times compare the same computation.
 """
 import argparse
-import statistics
-import time
 
 import numpy as np
 
+from bench_recurrent import median_seconds
 from mytorch.functional import sigmoid
 from mytorch.nn import GRU
 
@@ -87,16 +86,6 @@ class FusedGRU:
         grads = {"weight_ih_l0": dgx.T @ X.reshape(T * N, I), "weight_hh_l0": dgh.T @ self.HS[:-1].reshape(T * N, H),
                  "bias_ih_l0": dgx.sum(axis=0), "bias_hh_l0": dgh.sum(axis=0)}
         return (dgx @ self.W_ih).reshape(T, N, I), grads
-
-
-def median_seconds(run, repeats):
-    run()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def check_against_mytorch():
