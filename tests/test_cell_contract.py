@@ -160,7 +160,7 @@ def test_bad_states_name_cell_and_argument(cell_class, rng):
     if not two:
         with pytest.raises(ValueError, match=rf"^{name}.forward: state has shape \(3, 4\), expected \(2, 4\) to match x's batch of 2"):
             cell.forward(np.zeros((2, 3)), np.zeros((3, 4)))
-        with pytest.raises(ValueError, match=rf"state has shape \(2, 4\), expected \(4,\) because x is unbatched"):
+        with pytest.raises(ValueError, match=r"state has shape \(2, 4\), expected \(4,\) because x is unbatched"):
             cell.forward(np.zeros(3), good)
         with pytest.raises(TypeError, match=rf"^{name}.forward: state must be one array"):
             cell.forward(np.zeros((2, 3)), (good, good))

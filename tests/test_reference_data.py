@@ -6,7 +6,7 @@ import pytest
 
 from autograder import data, spec
 from tests import oracle
-from tests.conftest import HAS_TORCH, needs_torch
+from tests.conftest import needs_torch
 from tests.test_gru_block_ops import kernel_grad
 
 CELL_PARTS = [p for p in spec.PARTS if p.kind != "sequence"]

@@ -4,8 +4,7 @@ cell). float64 throughout; agreement to 1e-10. Skipped when torch is not install
 import numpy as np
 import pytest
 
-from mytorch.nn import (GMU, GRU, RNN, TGRU, GMUCell, GRUBlock, GRUBlockCell, GRUCell, RNNCell, TGRUCell,
-                        gru_block_cell, gru_block_cell_grad)
+from mytorch.nn import GMUCell, GRU, GRUBlockCell, GRUCell, RNN, RNNCell, TGRU, gru_block_cell, gru_block_cell_grad
 from tests.conftest import HAS_TORCH, needs_torch
 
 if HAS_TORCH:
