@@ -1,5 +1,5 @@
-"""The cell contract of DESIGN.md: state, BPTT record, accumulation, no stale caches, no mutation, errors,
-state_dict, and the seed-003 course interface of GRUCell."""
+"""The cell contract (mytorch/nn/cell.py): state, BPTT record, accumulation, no stale caches, no mutation, errors,
+state_dict, and the GRUCell interface of CMU 11-785's GRU handout."""
 import numpy as np
 import pytest
 
@@ -230,7 +230,7 @@ def test_default_initialisation_bounds(rng):
 
 
 # --------------------------------------------------------------------------------------------------
-# the seed-003 course interface
+# the interface of CMU 11-785's GRU handout
 
 
 def test_course_interface_one_dimensional(rng):
@@ -244,7 +244,7 @@ def test_course_interface_one_dimensional(rng):
     np.testing.assert_array_equal(cell.params["bias_hh"], np.concatenate([pieces["brh"], pieces["bzh"], pieces["bnh"]]))
     x, h = rng.standard_normal(I), rng.standard_normal(H)
     h_t = cell.forward(x, h)
-    # the seed's equations, written from its table with the separate matrices
+    # the handout's equations, written from its table with the separate matrices
     sig = lambda a: 1 / (1 + np.exp(-a))
     P = pieces
     r = sig(P["Wrx"] @ x + P["brx"] + P["Wrh"] @ h + P["brh"])
