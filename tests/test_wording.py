@@ -83,7 +83,8 @@ def test_the_errata_are_stated_in_the_handout(built):
                        "d_h_prev_componenet_1 = d_r_bar * w_r_h_prev^T + d_u_bar * w_r_h_prev^T",
                        "d_h_prev = d_h_prev_component_1 + d_h_prevr ∘ r + u",
                        "d_w_ru = x_h_prevr^T * d_c_bar", "d_w_c = x_h_prev^T * d_r_bar_u_bar",
-                       "d_u_bar = d_h ∘ (h - c) ∘ u ∘ (1 - u)", "b_ru = [b_ru_x b_ru_h]", "d_r_bar_u_bar = [d_r_bar d_u_bar]",
+                       "d_u_bar = d_h ∘ (h - c) ∘ u ∘ (1 - u)", "b_ru = [b_ru_x b_ru_h]",
+                       "d_r_bar_u_bar = [d_r_bar d_u_bar]",
                        "tf.raw_ops.GRUBlockCellGrad"):
         assert documented in errata, documented
     rows = [line for line in errata.splitlines() if re.match(r"\| [1-7] \|", line)]
