@@ -128,6 +128,21 @@ def test_sequence_layers_cast_integer_inputs(Layer, rng):
         a.forward(X.astype(complex))
 
 
+def test_integer_initial_state_and_state_gradient(rng):
+    a, b = GRU(3, 4, num_layers=2, rng=0), GRU(3, 4, num_layers=2, rng=0)
+    X, h0 = rng.standard_normal((5, 2, 3)), rng.integers(-1, 2, size=(2, 2, 4))
+    d_hT = rng.integers(-1, 2, size=(2, 2, 4)) > 0                   # a boolean gradient: True is 1.0
+    Y, h_T = a.forward(X, h0)
+    Y_float, h_T_float = b.forward(X, h0.astype(float))
+    np.testing.assert_array_equal(Y, Y_float)
+    np.testing.assert_array_equal(h_T, h_T_float)
+    dX, dh0 = a.backward(np.zeros_like(Y), d_hT)
+    dX_float, dh0_float = b.backward(np.zeros_like(Y), d_hT.astype(float))
+    np.testing.assert_array_equal(dX, dX_float)
+    np.testing.assert_array_equal(dh0, dh0_float)
+    assert np.abs(dX).sum() > 0
+
+
 def test_linear_casts_integer_inputs(rng):
     layer = Linear(3, 2, rng=0)
     x = rng.integers(-3, 4, size=(4, 3))
