@@ -12,8 +12,9 @@ more once normalised) also leaks when it is part of a longer line (`` `A = x @ W
 
 A line is trivial, and may appear anywhere, when it computes nothing a student has to find: a blank line or
 comment, lone brackets, ``pass``/``break``/``continue``/``else:``, ``return dx, dh`` (names only), an
-assignment of names or constants (``hs, h = [], h0``), or a loop/if header over plain names
-(``for t in range(len(X)):``), or a piece of a longer statement with no arithmetic and no call (``axis=0)``).
+assignment of names or constants (``hs, h = [], h0``), a loop/if/with header over plain names
+(``for t in range(len(X)):``, ``with mytorch.no_grad():``), or a piece of a longer statement with no
+arithmetic and no call (``axis=0)``).
 Everything else is non-trivial, however short: ``dh = dA @ W`` leaks, and so does ``out = x.T``.
 """
 import ast
@@ -93,7 +94,15 @@ def trivial(line):
         return _target(node.target) and _simple(node.iter)
     if isinstance(node, (ast.If, ast.While)):
         return _simple(node.test)
+    if isinstance(node, ast.With):                   # ``with mytorch.no_grad():``, ``with np.errstate(over="ignore"):``
+        return all(_simple(item.context_expr) or _plain_call(item.context_expr) for item in node.items)
     return False
+
+
+def _plain_call(node):
+    """A call of a plain dotted name with plain arguments, such as ``np.errstate(over="ignore")``."""
+    return (isinstance(node, ast.Call) and _simple(node.func) and all(_simple(a) for a in node.args)
+            and all(_simple(k.value) for k in node.keywords))
 
 
 def _source_lines(path):

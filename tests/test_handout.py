@@ -136,10 +136,12 @@ def test_a_py_solution_line_in_a_docstring_or_the_assignment_is_a_leak(tmp_path)
 TRIVIAL = ["", "   ", "# a comment", ")", "    ]),", "else:", "try:", "pass", "continue", "break", "return",
            "return dx, dh", "return self.h", "hs, h = [], h0", "state = None", "d = {}", "k = -1",
            "for t in range(len(X)):", "for t in reversed(range(record.steps)):", "if self.bias:",
-           "for layer, cell in enumerate(self.cells):", "axis=0)"]
+           "for layer, cell in enumerate(self.cells):", "axis=0)", "with mytorch.no_grad():", "except ValueError:",
+           'with np.errstate(over="ignore"):', "elif self.bias:"]
 NON_TRIVIAL = ["dh = dA @ W", "h = f * h + z * o", "return np.stack(hs)", "dx = -dy", "g['b'] += d.sum(0)",
                "hs.append(h)", "out = x.T", "z = a[:, :H]", "if t + 1 < T:", "for t in range(T - 1):",
-               "grads[name] = d", "n = np.tanh(a)", "+ p['bias_hh'] + m @ w.T,", "x @ W.T + b_ih +"]
+               "grads[name] = d", "n = np.tanh(a)", "+ p['bias_hh'] + m @ w.T,", "x @ W.T + b_ih +",
+               "elif t + 1 < T:", "with f(x @ W):"]
 
 
 @pytest.mark.parametrize("line", TRIVIAL)
