@@ -77,7 +77,7 @@ assert sum(p.points for p in PARTS) == 100
 
 
 def param_shapes(cell, I, H, flags):
-    """The parameters of ``cell`` with their shapes (the layouts of DESIGN.md)."""
+    """The parameters of ``cell`` with their shapes (the reference systems' layouts: PyTorch, TensorFlow, Lux)."""
     if cell == "RNNCell":
         shapes = {"weight_ih": (H, I), "weight_hh": (H, H), "bias_ih": (H,), "bias_hh": (H,)}
         return shapes if flags.get("bias", True) else {k: v for k, v in shapes.items() if k.startswith("weight")}

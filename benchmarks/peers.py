@@ -1,7 +1,7 @@
 """The peers mytorch's sequence layers are timed against (forward + backward over a whole sequence).
 
 - ``torch_nn``: torch.nn.RNN / torch.nn.GRU on the CPU (the other cells have no torch.nn module).
-- ``torch_loop``: a torch autograd loop over a cell written as seed 000 writes its GMU (fused weight_ih /
+- ``torch_loop``: a torch autograd loop over a cell written as the PyTorch forum question writes its GMU (fused weight_ih /
   weight_hh, chunk, elementwise gates), for every cell.
 - ``naive``: a plain NumPy version with one matrix per gate, each step's gradients accumulated inside the
   backward loop, and fresh arrays everywhere: how the cells are usually first written.

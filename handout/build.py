@@ -6,7 +6,8 @@
 Student version: ``mytorch/`` with every solution region replaced by a TODO; ``notebooks/`` stripped the same
 way with outputs cleared; ``autograder/`` with its reference data but without the generator and the mistake
 catalogue; the written assignment; a student README and setup.py. Nothing with a solution in it is copied:
-the build fails if a ``BEGIN SOLUTION`` marker survives anywhere in the output.
+the build fails if a ``BEGIN SOLUTION`` marker survives anywhere in the output, or if a non-trivial line of a
+solution region appears anywhere in it outside its TODO (see ``handout.leaks``).
 
 Gradescope version: ``setup.sh`` and ``run_autograder`` at the root, the grader, and with ``--with-solution``
 the solution ``mytorch`` under ``solution/`` so that every submission is graded on fresh cases
@@ -17,6 +18,7 @@ import json
 import os
 import shutil
 
+from handout.leaks import find_leaks, solution_lines
 from handout.markers import MarkerError, strip_source
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -32,8 +34,10 @@ def _ignore(folder, names):
     return {n for n in names if n == "__pycache__" or n.endswith(".pyc") or n.startswith(".")}
 
 
-def strip_tree(src, dst, pattern=".py"):
-    """Copy the .py files of ``src`` to ``dst`` with every solution region replaced. Returns the region count."""
+def strip_tree(src, dst, pattern=".py", sources=None):
+    """Copy the .py files of ``src`` to ``dst`` with every solution region replaced. Returns the region count.
+
+    The path of every file read is appended to ``sources`` when given."""
     count = 0
     for folder, dirs, files in os.walk(src):
         dirs[:] = sorted(d for d in dirs if d not in _ignore(folder, [d]))
@@ -42,6 +46,8 @@ def strip_tree(src, dst, pattern=".py"):
                 continue
             path = os.path.join(folder, name)
             rel = os.path.relpath(path, REPO)
+            if sources is not None:
+                sources.append(path)
             with open(path, encoding="utf-8") as f:
                 stripped, n = strip_source(f.read(), rel)
             count += n
@@ -90,6 +96,18 @@ def check_no_markers(root):
                 raise BuildError(f"{os.path.relpath(path, root)} still holds a solution marker")
 
 
+def check_no_leaks(sources, root):
+    """A build error if a non-trivial line of a solution region of ``sources`` appears anywhere under ``root``."""
+    found = find_leaks(solution_lines(sources), root)
+    if found:
+        shown = "\n".join(f"  {os.path.relpath(source, REPO)}: `{line}` is also in {where}"
+                          for source, line, where in found[:10])
+        more = f"\n  … and {len(found) - 10} more" if len(found) > 10 else ""
+        raise BuildError(f"{len(found)} solution line(s) would reach students outside their TODO "
+                         f"(rewrite the other use, e.g. check the exercise against the library instead):\n"
+                         f"{shown}{more}")
+
+
 def _fresh(out):
     out = os.path.abspath(out)
     if os.path.exists(out):
@@ -101,12 +119,14 @@ def _fresh(out):
 def build_handout(out):
     """The student version in ``out`` and ``out.zip``; returns (out, zip path, number of regions stripped)."""
     out = _fresh(out)
+    sources = []                                   # every file whose regions were stripped
     try:
-        regions = strip_tree(os.path.join(REPO, "mytorch"), os.path.join(out, "mytorch"))
+        regions = strip_tree(os.path.join(REPO, "mytorch"), os.path.join(out, "mytorch"), sources=sources)
         notebooks = os.path.join(REPO, "notebooks")
         if os.path.isdir(notebooks):
             for name in sorted(os.listdir(notebooks)):
                 if name.endswith(".ipynb"):
+                    sources.append(os.path.join(notebooks, name))
                     regions += strip_notebook(os.path.join(notebooks, name), os.path.join(out, "notebooks", name))
                 elif name.endswith((".py", ".md")) and not name.startswith("."):
                     shutil.copy(os.path.join(notebooks, name), os.path.join(out, "notebooks", name))
@@ -117,6 +137,7 @@ def build_handout(out):
     for name in ("README.md", "setup.py"):
         shutil.copy(os.path.join(HERE, "student", name), os.path.join(out, name))
     check_no_markers(out)
+    check_no_leaks(sources, out)
     archive = shutil.make_archive(out, "zip", root_dir=os.path.dirname(out), base_dir=os.path.basename(out))
     return out, archive, regions
 

@@ -1,4 +1,4 @@
-"""An independent NumPy oracle: each cell's forward written afresh from REFERENCE.md's equations (no mytorch
+"""An independent NumPy oracle: each cell's forward written afresh from the reference systems' equations (no mytorch
 code), and centred finite differences over it. Used to check the stored reference data."""
 import numpy as np
 

@@ -1,5 +1,5 @@
-"""The cell contract of DESIGN.md: state, BPTT record, accumulation, no stale caches, no mutation, errors,
-state_dict, and the seed-003 course interface of GRUCell."""
+"""The cell contract (mytorch/nn/cell.py): state, BPTT record, accumulation, no stale caches, no mutation, errors,
+state_dict, and the GRUCell interface of CMU 11-785's GRU handout."""
 import numpy as np
 import pytest
 
@@ -139,7 +139,7 @@ def test_unbatched_is_a_batch_of_one(cell_class, rng):
 BAD_INPUTS = [
     ("x wrong ndim", lambda c: c.forward(np.zeros((1, 2, 3))), ValueError, r"x has shape \(1, 2, 3\), expected \(N, 3\) or \(3,\)"),
     ("x wrong size", lambda c: c.forward(np.zeros((4, 7))), ValueError, r"x has shape \(4, 7\), expected \(N, 3\) or \(3,\)"),
-    ("x int", lambda c: c.forward(np.zeros((4, 3), dtype=int)), TypeError, "x has dtype int64"),
+    ("x complex", lambda c: c.forward(np.zeros((4, 3), dtype=complex)), TypeError, "x has dtype complex128"),
     ("x string", lambda c: c.forward("abc"), TypeError, "x has dtype <U3"),
     ("x ragged", lambda c: c.forward([[1.0, 2.0, 3.0], [1.0]]), ValueError, "x is not an array"),
 ]
@@ -164,8 +164,8 @@ def test_bad_states_name_cell_and_argument(cell_class, rng):
             cell.forward(np.zeros(3), good)
         with pytest.raises(TypeError, match=rf"^{name}.forward: state must be one array"):
             cell.forward(np.zeros((2, 3)), (good, good))
-        with pytest.raises(TypeError, match=rf"^{name}.forward: state has dtype int64"):
-            cell.forward(np.zeros((2, 3)), good.astype(int))
+        with pytest.raises(TypeError, match=rf"^{name}.forward: state has dtype complex128"):
+            cell.forward(np.zeros((2, 3)), good.astype(complex))
     else:
         part = cell.state_names[1]
         with pytest.raises(ValueError, match=rf"^{name}.forward: state must be a tuple \(h, {part}\) of 2 arrays, got length 3"):
@@ -230,7 +230,7 @@ def test_default_initialisation_bounds(rng):
 
 
 # --------------------------------------------------------------------------------------------------
-# the seed-003 course interface
+# the interface of CMU 11-785's GRU handout
 
 
 def test_course_interface_one_dimensional(rng):
@@ -244,7 +244,7 @@ def test_course_interface_one_dimensional(rng):
     np.testing.assert_array_equal(cell.params["bias_hh"], np.concatenate([pieces["brh"], pieces["bzh"], pieces["bnh"]]))
     x, h = rng.standard_normal(I), rng.standard_normal(H)
     h_t = cell.forward(x, h)
-    # the seed's equations, written from its table with the separate matrices
+    # the handout's equations, written from its table with the separate matrices
     sig = lambda a: 1 / (1 + np.exp(-a))
     P = pieces
     r = sig(P["Wrx"] @ x + P["brx"] + P["Wrh"] @ h + P["brh"])

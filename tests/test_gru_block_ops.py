@@ -1,5 +1,5 @@
-"""TensorFlow's GRUBlockCell / GRUBlockCellGrad ops, checked against the kernel's formulas as REFERENCE.md
-transcribes them from gru_ops.h (written out independently here), and against finite differences."""
+"""TensorFlow's GRUBlockCell / GRUBlockCellGrad ops, checked against the kernel's formulas as TensorFlow's
+gru_ops.h computes them (written out independently here), and against finite differences."""
 import numpy as np
 import pytest
 

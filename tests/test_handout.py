@@ -9,7 +9,7 @@ import zipfile
 
 import pytest
 
-from handout import build, markers
+from handout import build, leaks, markers
 from tests.graderkit import REPO, check_gradescope, load_results, run_cli
 
 PY_SOURCES = [os.path.join(folder, name) for folder, _, names in os.walk(os.path.join(REPO, "mytorch"))
@@ -29,28 +29,6 @@ def region_bodies(path):
         return markers.region_texts(f.read(), path)
 
 
-def output_lines(root):
-    lines = set()
-    for folder, _, names in os.walk(root):
-        for name in names:
-            try:
-                with open(os.path.join(folder, name), encoding="utf-8") as f:
-                    lines.update(line.strip() for line in f)
-            except UnicodeDecodeError:
-                continue
-    return lines
-
-
-CONTROL = ("if ", "elif ", "else", "for ", "while ", "try", "except", "with ", "return", "continue", "break")
-
-
-def non_trivial(line):
-    """A line that computes something: not blank, not a comment, not a bare control header such as
-    ``if self.bias:`` (those legitimately appear outside regions too)."""
-    line = line.strip()
-    return len(line) >= 12 and not line.startswith("#") and not (line.endswith(":") and line.startswith(CONTROL))
-
-
 def notebook_region_bodies(path):
     with open(path, encoding="utf-8") as f:
         notebook = json.load(f)
@@ -61,13 +39,13 @@ def notebook_region_bodies(path):
 def test_no_solution_line_reaches_the_handout(built):
     out, archive, regions = built
     assert regions >= 13
-    shipped = output_lines(out)
     bodies = [(path, body) for path in PY_SOURCES for body in region_bodies(path)]
     bodies += [(path, body) for path in NOTEBOOKS for body in notebook_region_bodies(path)]
     assert len(bodies) == regions
-    leaked = [(os.path.relpath(path, REPO), line.strip()) for path, body in bodies
-              for line in body.splitlines() if non_trivial(line) and line.strip() in shipped]
-    assert not leaked, leaked
+    solutions = leaks.solution_lines(PY_SOURCES + NOTEBOOKS)
+    for path, body in bodies:                  # every region has something to hide: the filter is not too kind
+        assert any(not leaks.trivial(line) for line in body.splitlines()), (path, body)
+    assert leaks.find_leaks(solutions, out) == []
     assert sorted(os.listdir(os.path.join(out, "notebooks"))) == sorted(os.path.basename(p) for p in NOTEBOOKS)
     for folder, _, names in os.walk(out):
         assert "generate.py" not in names and "mistakes.py" not in names and "tests" not in folder
@@ -75,6 +53,105 @@ def test_no_solution_line_reaches_the_handout(built):
         names = z.namelist()
     assert "handout/mytorch/nn/gru_cell.py" in names and "handout/assignment/README.md" in names
     assert "handout/autograder/data/manifest.json" in names
+
+
+def test_every_solution_line_would_be_caught_in_a_py_file_and_a_notebook(tmp_path):
+    """Plant every non-trivial solution line, re-indented and re-commented, in a .py file and (separately) in a
+    notebook's code and markdown cells: the check finds each one."""
+    solutions = leaks.solution_lines(PY_SOURCES + NOTEBOOKS)
+    assert len(solutions) > 100
+    planted = [" " * 12 + line.split("  #")[0].replace(" ", "  ") + "   # moved here" for _, line in solutions]
+    (tmp_path / "py").mkdir()
+    (tmp_path / "py" / "check.py").write_text("def check():\n" + "\n".join(planted) + "\n")
+    assert len(leaks.find_leaks(solutions, str(tmp_path / "py"))) == len(solutions)
+    (tmp_path / "nb").mkdir()
+    cells = [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": line}
+             for line in planted[::2]]
+    cells += [{"cell_type": "markdown", "metadata": {}, "source": f"Compare with `{line.strip()}` here."}
+              for line in planted[1::2]]
+    (tmp_path / "nb" / "n.ipynb").write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {},
+                                                         "cells": cells}))
+    in_code = {leaks.normalise(line) for _, line in solutions[::2]}
+    expected = [s for s in solutions if leaks.normalise(s[1]) in in_code or len(leaks.normalise(s[1])) >= leaks.LONG]
+    found = leaks.find_leaks(solutions, str(tmp_path / "nb"))
+    assert [(source, line) for source, line, _ in found] == expected
+    assert len(expected) > len(solutions[::2])                     # code cells, and long lines in markdown
+
+
+LEAKY_NOTEBOOK_CELL = ("def scan(X, W):\n"
+                       "    # BEGIN SOLUTION\n"
+                       "    A = X @ W.T                 # all steps at once\n"
+                       "    hs, h = [], 0\n"
+                       "    for t in range(len(X)):\n"
+                       "        h = A[t] * h + 1\n"
+                       "        hs.append(h)\n"
+                       "    return np.stack(hs)\n"
+                       "    # END SOLUTION\n"
+                       "\n"
+                       "hs = scan(X, W)\n"
+                       "A = X @ W.T\n"
+                       "for t in range(len(X)):\n"
+                       "    assert hs[t].shape == A[t].shape\n")
+
+
+def test_a_notebook_that_recomputes_its_exercise_fails_the_build(tmp_path):
+    """Notebook 05's old mistake, in miniature: the exercise's line recomputed just below the TODO."""
+    notebook = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": "import numpy as np"},
+        {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+         "source": LEAKY_NOTEBOOK_CELL.splitlines(keepends=True)}]}
+    source = tmp_path / "leaky.ipynb"
+    source.write_text(json.dumps(notebook))
+    root = tmp_path / "out"
+    assert build.strip_notebook(str(source), str(root / "notebooks" / "leaky.ipynb")) == 1
+    with pytest.raises(build.BuildError) as error:
+        build.check_no_leaks([str(source)], str(root))
+    message = str(error.value)
+    assert message.startswith("1 solution line(s) would reach students outside their TODO")
+    assert "leaky.ipynb (cell 2):3: `A = X @ W.T                 # all steps at once` is also in " \
+           "notebooks/leaky.ipynb (cell 2):" in message
+    # trivial lines of the region (`hs, h = [], 0`, the loop header) may appear outside; the rest is hidden
+    assert [line for _, line, _ in leaks.find_leaks(leaks.solution_lines([str(source)]), str(root))] == \
+        ["A = X @ W.T                 # all steps at once"]
+
+
+def test_a_py_solution_line_in_a_docstring_or_the_assignment_is_a_leak(tmp_path):
+    source = tmp_path / "cell.py"
+    source.write_text('def forward(self, x):\n    """Example: ``h = np.tanh(x @ self.weight.T + self.bias)``"""\n'
+                      "    # BEGIN SOLUTION\n    h = np.tanh(x @ self.weight.T + self.bias)\n    # END SOLUTION\n"
+                      "    return h\n")
+    root = tmp_path / "out"
+    (root / "assignment").mkdir(parents=True)
+    (root / "assignment" / "a.md").write_text("Write `h=np.tanh( x@self.weight.T+self.bias )`.\n")
+    stripped, _ = markers.strip_source(source.read_text(), "cell.py")
+    (root / "cell.py").write_text(stripped)
+    found = leaks.find_leaks(leaks.solution_lines([str(source)]), str(root))
+    line = "h = np.tanh(x @ self.weight.T + self.bias)"
+    assert found == [(f"{source}:4", line, "cell.py:2")]
+    (root / "cell.py").write_text(stripped.replace(f"Example: ``{line}``", "Example"))
+    found = leaks.find_leaks(leaks.solution_lines([str(source)]), str(root))
+    assert found == [(f"{source}:4", line, "assignment/a.md:1")]
+
+
+TRIVIAL = ["", "   ", "# a comment", ")", "    ]),", "else:", "try:", "pass", "continue", "break", "return",
+           "return dx, dh", "return self.h", "hs, h = [], h0", "state = None", "d = {}", "k = -1",
+           "for t in range(len(X)):", "for t in reversed(range(record.steps)):", "if self.bias:",
+           "for layer, cell in enumerate(self.cells):", "axis=0)", "with mytorch.no_grad():", "except ValueError:",
+           'with np.errstate(over="ignore"):', "elif self.bias:"]
+NON_TRIVIAL = ["dh = dA @ W", "h = f * h + z * o", "return np.stack(hs)", "dx = -dy", "g['b'] += d.sum(0)",
+               "hs.append(h)", "out = x.T", "z = a[:, :H]", "if t + 1 < T:", "for t in range(T - 1):",
+               "grads[name] = d", "n = np.tanh(a)", "+ p['bias_hh'] + m @ w.T,", "x @ W.T + b_ih +",
+               "elif t + 1 < T:", "with f(x @ W):"]
+
+
+@pytest.mark.parametrize("line", TRIVIAL)
+def test_trivial_lines(line):
+    assert leaks.trivial(line)
+
+
+@pytest.mark.parametrize("line", NON_TRIVIAL)
+def test_non_trivial_lines(line):
+    assert not leaks.trivial(line)
 
 
 def test_every_todo_says_what_to_compute(built):

@@ -1,6 +1,6 @@
 """Level 3: an independent oracle. PyTorch's own modules where they exist (RNNCell, GRUCell, RNN, GRU), and
-torch autograd over the equations written from the sources (GMU as seed 000 wrote it, TGRU, TF's GRU block
-cell). float64 throughout; agreement to 1e-10. Skipped when torch is not installed."""
+torch autograd over the equations written from the sources (the GMU as a PyTorch forum question wrote it, TGRU,
+TF's GRU block cell). float64 throughout; agreement to 1e-10. Skipped when torch is not installed."""
 import numpy as np
 import pytest
 
@@ -23,7 +23,7 @@ def close(mine, theirs, what):
 
 
 def load_from_torch(mine, module):
-    """The route the issue names: a torch state_dict converted with .numpy()."""
+    """The route a PyTorch user takes: a torch state_dict converted with .numpy()."""
     mine.load_state_dict({k: v.detach().numpy() for k, v in module.state_dict().items()})
 
 
@@ -96,7 +96,7 @@ def test_unbatched_sequence_matches_torch(rng):
 
 
 class SeedGMUCell(torch.nn.Module if HAS_TORCH else object):
-    """Seed 000's JitGMUCell, exactly as written there (without jit)."""
+    """The forum question's JitGMUCell, exactly as written there (without jit)."""
 
     def __init__(self, input_size, hidden_size):
         super().__init__()
@@ -125,8 +125,8 @@ class SeedGMUCell(torch.nn.Module if HAS_TORCH else object):
         return h, (h, c)
 
 
-def test_gmu_sequence_matches_seed_000_module(rng):
-    """A loss on h only; the last step's c gets no gradient (None), as the seed's question asks."""
+def test_gmu_sequence_matches_the_forum_questions_module(rng):
+    """A loss on h only; the last step's c gets no gradient (None), as the forum question asks."""
     T, N, I, H = 6, 3, 4, 5
     torch.manual_seed(3)
     theirs = SeedGMUCell(I, H)

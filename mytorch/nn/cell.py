@@ -10,6 +10,10 @@ A state is an array ``h`` for one-state cells and a tuple for two-state cells (G
 a ``None`` entry means a zero gradient. ``backward`` *accumulates* (``+=``) parameter gradients into
 ``cell.grads`` and consumes the newest recorded forward step, so T forwards then T backwards is BPTT.
 
+Inputs, states and gradients may be float, integer or boolean arrays, or nested lists of numbers: each is
+cast to (a copy in) the cell's dtype, as NumPy would compute with them. Complex, object, string and date
+arrays are a TypeError naming the cell, the argument and the dtype.
+
 Subclasses implement the math on 2-D arrays: ``forward`` calls ``self._prepare`` (validation, unbatched
 → batch of one, initial state) and ``self._finish`` (record the cache, expose attributes, restore the
 caller's shapes); ``backward`` calls ``self._prepare_backward`` and ``self._finish_backward``.
@@ -96,7 +100,7 @@ class RecurrentCell(Module):
         if state is None:
             return (None,) * count
         if count == 1:
-            if isinstance(state, (tuple, list)):
+            if isinstance(state, tuple):              # a list is array-like: nested lists of numbers are fine
                 raise TypeError(f"{type(self).__name__}.{method}: {what} must be one array "
                                 f"{_shape_text(self.state_widths)}, got a {type(state).__name__}")
             return (state,)

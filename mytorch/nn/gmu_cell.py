@@ -1,4 +1,7 @@
-"""The GMU cell of seed 000: two states (h, c), three gates i, m, o, and peepholes from the previous c.
+"""The GMU cell: two states (h, c), three gates i, m, o, and peepholes from the previous c.
+
+The cell as defined by the PyTorch code of a forum question ("Custom RNN GMU implementation", on
+discuss.pytorch.org), whose paper is not named there: that code is the specification.
 
 Gates are stacked i, m, o in weight_ih (3H, I), weight_hh (3H, H), bias_ih, bias_hh (3H); the peepholes
 weight_ch_m, weight_ch_o (H) act elementwise on the PREVIOUS cell state c:
@@ -21,12 +24,12 @@ from mytorch.nn.init import uniform
 
 
 class GMUCell(RecurrentCell):
-    """The GMU step of seed 000 (see the module docstring for the equations and the backward).
+    """The GMU step of the PyTorch forum question (see the module docstring for the equations and the backward).
 
     Args:
         input_size (I), hidden_size (H): feature sizes.
         dtype: parameter and computation dtype (default float64).
-        rng: a numpy Generator or seed; every parameter U(-1/sqrt(H), 1/sqrt(H)) as in the seed.
+        rng: a numpy Generator or seed; every parameter U(-1/sqrt(H), 1/sqrt(H)) as in that code.
 
     Attributes:
         weight_ih (3H, I), weight_hh (3H, H), bias_ih (3H), bias_hh (3H): gates stacked i, m, o;

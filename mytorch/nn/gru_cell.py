@@ -1,4 +1,4 @@
-"""A GRU cell with PyTorch's semantics and layout (torch.nn.GRUCell), plus the course interface of seed 003.
+"""A GRU cell with PyTorch's semantics and layout (torch.nn.GRUCell), plus the interface of CMU 11-785's GRU handout.
 
 Gates are stacked in the order r, z, n in weight_ih (3H, I), weight_hh (3H, H), bias_ih and bias_hh (3H):
 
@@ -10,10 +10,12 @@ Gates are stacked in the order r, z, n in weight_ih (3H, I), weight_hh (3H, H), 
 b_hn sits inside the product with r (it is part of the recurrent term r gates), and z keeps the old state:
 both as PyTorch's code does. σ is the sigmoid, ⊙ the elementwise product.
 
-Course interface (seed 003): ``Wrx Wzx Wnx`` (H, I), ``Wrh Wzh Wnh`` (H, H), ``brx bzx bnx brh bzh bnh`` (H)
-are views of the stacked parameters, ``dWrx … dbnh`` views of the gradients, and
-``init_weights(Wrx, Wzx, Wnx, Wrh, Wzh, Wnh, brx, bzx, bnx, brh, bzh, bnh)`` sets them. After ``forward``
-the attributes ``x, hidden, r, z, n`` hold the step's values, 1-D for a 1-D input.
+Course interface (CMU 11-785's GRU handout, homework 3 part 1): ``Wrx Wzx Wnx`` (H, I), ``Wrh Wzh Wnh`` (H, H),
+``brx bzx bnx brh bzh bnh`` (H) are views of the stacked parameters, ``dWrx … dbnh`` views of the gradients,
+and ``init_weights(Wrx, Wzx, Wnx, Wrh, Wzh, Wnh, brx, bzx, bnx, brh, bzh, bnh)`` sets them. The course's
+keyword names work too: ``forward(x, h_prev_t=h)`` and ``backward(delta=dh)``. After ``forward`` the attributes
+``x, hidden, r, z, n`` hold the step's values, 1-D for a 1-D input (the course works on 1-D vectors, often
+integer ones from ``np.random.randint``: every input is cast to the cell's dtype).
 """
 import math
 
@@ -25,7 +27,7 @@ from mytorch.nn.init import uniform
 
 GATES = ("r", "z", "n")
 
-# seed-003 name -> (stacked parameter, gate index)
+# course name -> (stacked parameter, gate index)
 COURSE_NAMES = {
     f"{kind}{gate}{side}": (f"{'weight' if kind == 'W' else 'bias'}_{'ih' if side == 'x' else 'hh'}", k)
     for kind in ("W", "b") for side in ("x", "h") for k, gate in enumerate(GATES)
@@ -60,6 +62,21 @@ def _grad_view(alias):
                              f"accumulates into self.grads['{stacked}'] instead of assigning d{alias}")
 
     return property(get, set_, doc=f"Rows of grads['{stacked}'] for gate {GATES[k]} (a view).")
+
+
+class _Missing:
+    """The default of an argument that must be given under one of two names."""
+
+    def __repr__(self):
+        return "<required>"
+
+
+_MISSING = _Missing()
+
+
+def _both_names(method, ours, course):
+    return TypeError(f"GRUCell.{method}: got both {ours}= and {course}= (the course's name for {ours}); "
+                     "pass only one")
 
 
 class GRUCell(RecurrentCell):
@@ -104,7 +121,7 @@ class GRUCell(RecurrentCell):
         return arrays[stacked][k * H:(k + 1) * H]
 
     def init_weights(self, Wrx, Wzx, Wnx, Wrh, Wzh, Wnh, brx, bzx, bnx, brh, bzh, bnh):
-        """Set every parameter from the seed-003 pieces: W?x (H, I), W?h (H, H), b?? (H)."""
+        """Set every parameter from the course's pieces: W?x (H, I), W?h (H, H), b?? (H)."""
         values = dict(zip(COURSE_ORDER, (Wrx, Wzx, Wnx, Wrh, Wzh, Wnh, brx, bzx, bnx, brh, bzh, bnh)))
         for alias, value in values.items():                     # check all before changing any
             expected = getattr(self, alias).shape
@@ -113,8 +130,12 @@ class GRUCell(RecurrentCell):
         for alias, value in values.items():
             setattr(self, alias, value)
 
-    def forward(self, x, state=None):
-        """One step: returns h' (N, H) or (H,). ``state`` is h_{t-1} (seed 003 calls it h_prev_t)."""
+    def forward(self, x, state=None, *, h_prev_t=None):
+        """One step: returns h' (N, H) or (H,). ``state`` is h_{t-1}; ``h_prev_t=`` is the course's name for it."""
+        if h_prev_t is not None:
+            if state is not None:
+                raise _both_names("forward", "state", "h_prev_t")
+            state = h_prev_t
         x, (h,), batched, _ = self._prepare(x, state)
         p, H = self.params, self.hidden_size
         b_ih = p["bias_ih"] if self.bias else 0.0
@@ -130,8 +151,15 @@ class GRUCell(RecurrentCell):
         # END SOLUTION
         return self._finish(Cache(x=x, hidden=h, r=r, z=z, n=n, g_n=g_n), (h_t,), batched)
 
-    def backward(self, d_state):
-        """Given dL/dh' (seed 003 calls it delta), accumulate gradients and return (dx, dh_prev)."""
+    def backward(self, d_state=_MISSING, *, delta=_MISSING):
+        """Given dL/dh' (``delta=`` in the course's name), accumulate gradients and return (dx, dh_prev)."""
+        if delta is not _MISSING:
+            if d_state is not _MISSING:
+                raise _both_names("backward", "d_state", "delta")
+            d_state = delta
+        elif d_state is _MISSING:
+            raise TypeError("GRUCell.backward: missing d_state, the gradient dL/dh' of this step's output "
+                            "(the course calls it delta)")
         cache, (dh_t,) = self._prepare_backward(d_state)
         p, g = self.params, self.grads
         x, h, r, z, n = cache.x, cache.hidden, cache.r, cache.z, cache.n

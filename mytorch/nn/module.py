@@ -12,6 +12,9 @@ import numpy as np
 
 from mytorch.grad_mode import is_recording
 
+#: dtype kinds an input may have: float, signed and unsigned int, bool (each cast to the module's dtype)
+REAL_KINDS = "fiub"
+
 
 class Module:
     """Named parameters and gradients, a LIFO record of forward steps, and torch-like conveniences."""
@@ -73,17 +76,21 @@ class Module:
         return sum(p.size for p in self.params.values())
 
     def _array(self, value, what, method):
-        """``value`` as a fresh array of this module's dtype; a non-float value is a TypeError naming ``what``.
+        """``value`` as a fresh array of this module's dtype, as NumPy users expect of a float computation.
 
-        A copy, so that later changes to the caller's array cannot reach a recorded cache.
+        Accepted: float arrays of any precision, integer and boolean arrays (``np.random.randint`` inputs), and
+        anything ``np.asarray`` turns into one of those (nested lists of numbers, scalars); each is cast to the
+        module's dtype. Complex, object, string and date arrays are a TypeError naming ``what`` and its dtype:
+        casting them would silently drop an imaginary part or guess at a meaning. Always a copy, so that later
+        changes to the caller's array cannot reach a recorded cache.
         """
         try:
             a = np.asarray(value)
         except (ValueError, TypeError) as error:      # e.g. a ragged list
             raise ValueError(f"{type(self).__name__}.{method}: {what} is not an array ({error})") from None
-        if a.dtype.kind != "f":
+        if a.dtype.kind not in REAL_KINDS:
             raise TypeError(f"{type(self).__name__}.{method}: {what} has dtype {a.dtype}, "
-                            "expected a floating-point array (e.g. float64)")
+                            "expected real numbers (a float, int or bool array)")
         return np.array(a, dtype=self.dtype)
 
     # ----------------------------------------------------------------------------------------------

@@ -1,0 +1,161 @@
+"""Find solution lines that reach the student version outside their regions.
+
+The handout hides each ``# BEGIN SOLUTION … # END SOLUTION`` region behind a TODO; that is worth nothing if
+the same line also sits in plain sight elsewhere (a notebook that checks the exercise by recomputing it just
+below the TODO, a docstring example, the assignment's text). ``find_leaks`` reads every non-trivial line of
+every region and looks for it in every text file of a built handout (notebooks cell by cell, markdown and
+code alike).
+
+Lines are compared as code, not as text: a trailing comment and all whitespace are dropped, so
+``h = f*h + z*o  # scan`` and ``h = f * h + z * o`` are the same line. A long line (``LONG`` characters or
+more once normalised) also leaks when it is part of a longer line (`` `A = x @ W.T + b` `` in markdown).
+
+A line is trivial, and may appear anywhere, when it computes nothing a student has to find: a blank line or
+comment, lone brackets, ``pass``/``break``/``continue``/``else:``, ``return dx, dh`` (names only), an
+assignment of names or constants (``hs, h = [], h0``), a loop/if/with header over plain names
+(``for t in range(len(X)):``, ``with mytorch.no_grad():``), or a piece of a longer statement with no
+arithmetic and no call (``axis=0)``).
+Everything else is non-trivial, however short: ``dh = dA @ W`` leaks, and so does ``out = x.T``.
+"""
+import ast
+import io
+import json
+import os
+import re
+import tokenize
+
+from handout.markers import find_regions
+
+LONG = 30                                           # normalised characters from which containment counts
+COMMENT = re.compile(r"#[^'\"]*$")                  # a trailing comment with no quote after the '#'
+SIMPLE_CALLS = {"range", "len", "reversed", "enumerate", "zip"}
+KEYWORD_ONLY = {"else:", "try:", "finally:", "pass", "break", "continue", "return"}
+
+
+def code_part(line):
+    """``line`` without its trailing comment (found by Python's tokenizer; by a simpler rule if it gives up)."""
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(line).readline):
+            if token.type == tokenize.COMMENT:
+                return line[:token.start[1]]
+        return line
+    except (tokenize.TokenError, SyntaxError):      # an unclosed bracket or string: a piece of a statement
+        return COMMENT.sub("", line)
+
+
+def normalise(line):
+    """``line`` as code: without a trailing comment and without any whitespace."""
+    return re.sub(r"\s+", "", code_part(line))
+
+
+def _simple(node):
+    """A plain value: names, attributes, constants, (empty) containers of them, and range(len(x))-style calls."""
+    if isinstance(node, (ast.Name, ast.Constant)):
+        return True
+    if isinstance(node, ast.Attribute):
+        return node.attr != "T" and _simple(node.value)         # ``cache.x`` is plain; ``x.T`` is a transpose
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return all(_simple(e) for e in node.elts)
+    if isinstance(node, ast.Dict):
+        return not node.keys
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return isinstance(node.operand, ast.Constant)
+    if isinstance(node, ast.Call):
+        return (isinstance(node.func, ast.Name) and node.func.id in SIMPLE_CALLS and not node.keywords
+                and all(_simple(a) for a in node.args))
+    return False
+
+
+def _target(node):
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return all(_target(e) for e in node.elts)
+    return isinstance(node, (ast.Name, ast.Attribute))
+
+
+def trivial(line):
+    """True if ``line`` of a solution region computes nothing a student has to find (see the module docstring)."""
+    code = code_part(line).strip()
+    if not re.search(r"\w", code) or code in KEYWORD_ONLY:
+        return True
+    try:
+        tree = ast.parse(code + " pass" if code.endswith(":") else code)
+    except SyntaxError:                              # a piece of a statement spread over several lines:
+        return not re.search(r"[-+*/@%]|\w\s*\(", code)   # trivial without arithmetic or a call (``axis=0)``)
+    if len(tree.body) != 1:
+        return False
+    node = tree.body[0]
+    if isinstance(node, (ast.Pass, ast.Break, ast.Continue)):
+        return True
+    if isinstance(node, ast.Return):
+        return node.value is None or _simple(node.value)
+    if isinstance(node, ast.Assign):
+        return all(_target(t) for t in node.targets) and _simple(node.value)
+    if isinstance(node, (ast.For, ast.AsyncFor)):
+        return _target(node.target) and _simple(node.iter)
+    if isinstance(node, (ast.If, ast.While)):
+        return _simple(node.test)
+    if isinstance(node, ast.With):                   # ``with mytorch.no_grad():``, ``with np.errstate(over="ignore"):``
+        return all(_simple(item.context_expr) or _plain_call(item.context_expr) for item in node.items)
+    return False
+
+
+def _plain_call(node):
+    """A call of a plain dotted name with plain arguments, such as ``np.errstate(over="ignore")``."""
+    return (isinstance(node, ast.Call) and _simple(node.func) and all(_simple(a) for a in node.args)
+            and all(_simple(k.value) for k in node.keywords))
+
+
+def _source_lines(path):
+    """The lines of a source file, per notebook cell for notebooks: [(where, [lines])]."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    if not path.endswith(".ipynb"):
+        return [(path, text.split("\n"))]
+    cells = json.loads(text).get("cells", [])
+    return [(f"{path} (cell {i + 1})", "".join(c.get("source", "")).split("\n")) for i, c in enumerate(cells)]
+
+
+def solution_lines(paths):
+    """Every non-trivial line of every region of ``paths`` (.py files and notebooks): [(where, line)]."""
+    found = []
+    for path in paths:
+        for where, lines in _source_lines(path):
+            for region in find_regions(lines, where):
+                found += [(f"{where}:{region.begin + 2 + k}", line.strip())
+                          for k, line in enumerate(region.body(lines)) if not trivial(line)]
+    return found
+
+
+def _shipped_lines(root):
+    """Every line of every text file under ``root``: {normalised line: first 'file:line' where it appears}."""
+    shipped = {}
+    for folder, dirs, names in os.walk(root):
+        dirs.sort()
+        for name in sorted(names):
+            path = os.path.join(folder, name)
+            try:
+                chunks = _source_lines(path)
+            except (UnicodeDecodeError, ValueError):    # binary data, or a notebook that is not JSON
+                continue
+            for where, lines in chunks:
+                for k, line in enumerate(lines):
+                    shipped.setdefault(normalise(line), f"{os.path.relpath(where, root)}:{k + 1}")
+    return shipped
+
+
+def find_leaks(solutions, root):
+    """The solution lines (from ``solution_lines``) that appear in the built handout ``root``.
+
+    Returns [(region 'file:line', the line, shipped 'file:line')], empty when nothing leaks.
+    """
+    shipped = _shipped_lines(root)
+    long_lines = [(text, where) for text, where in shipped.items() if len(text) >= LONG]
+    leaks = []
+    for source, line in solutions:
+        code = normalise(line)
+        where = shipped.get(code)
+        if where is None and len(code) >= LONG:
+            where = next((w for text, w in long_lines if code in text), None)
+        if where is not None:
+            leaks.append((source, line, where))
+    return leaks
