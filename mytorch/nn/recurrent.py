@@ -341,6 +341,11 @@ class Recurrent(Module):
                 if len(stack) != count:
                     raise ValueError(f"{name}.{method}: {label} has {len(stack)} {unit.split(' ')[0]}, expected "
                                      f"{count} {unit}")
+                width = self.cells[0].state_widths[j]
+                expected = (count, n, width) if batched else (count, width)
+                if isinstance(stack, np.ndarray) and stack.shape != expected:
+                    raise ValueError(f"{name}.{method}: {label} has shape {stack.shape}, expected {expected}" +
+                                     (f" to match X's batch of {n}" if batched else " because X is unbatched"))
                 columns.append(list(stack))
             entries = list(zip(*columns))
         checked = []
