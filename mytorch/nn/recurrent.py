@@ -184,7 +184,7 @@ class Recurrent(Module):
         self._paths[id(cell)] = "loop"
         T, N = X.shape[:2]
         live = self._live(lengths, T, N)                               # T,N,1: True where t < lengths[n]
-        Y = np.zeros((T, N, cell.state_widths[0]), dtype=self.dtype)
+        Y = [None] * T                                                 # Y[t]: (N, H_out), filled in step order
         state = state0
         steps = reversed(range(T)) if reverse else range(T)
         # BEGIN SOLUTION for each step t in `steps`: new = cell.forward(X[t], state); keep it only where the step is live (state = self._keep(live[t], new, state)); Y[t] = the new h where live, 0 elsewhere
@@ -193,7 +193,7 @@ class Recurrent(Module):
             state = self._keep(live[t], new, state)                    # past a sequence's end, its state stays
             Y[t] = np.where(live[t], self._h(new), 0.0)                # and its output is zero
         # END SOLUTION
-        return Y, state
+        return np.stack(Y), state
 
     def _backward_direction(self, cell, dY, d_state_T, lengths, reverse):
         """Backpropagate one ``_run_direction``: dY (T, N, H_out), d_state_T (entries may be None).
@@ -204,7 +204,7 @@ class Recurrent(Module):
             return cell.sequence_backward(dY, d_state_T)
         T, N = dY.shape[:2]
         live = self._live(lengths, T, N)
-        dX = np.zeros((T, N, cell.input_size), dtype=self.dtype)
+        dX = [None] * T                                                # dX[t]: (N, I_l)
         d_state = self._zeros_for_none(cell, d_state_T, N)
         steps = range(T) if reverse else reversed(range(T))
         # BEGIN SOLUTION for each step t in `steps` (the opposite order of forward): split the gradient with self._route(live[t], d_state, dY[t]); pass the live part to cell.backward (its dx goes to dX[t]); the new d_state is what cell.backward returns plus the part that skipped the step (self._plus)
@@ -213,7 +213,7 @@ class Recurrent(Module):
             dX[t], d_prev = cell.backward(d_new)
             d_state = self._plus(d_prev, d_skipped)
         # END SOLUTION
-        return dX, d_state
+        return np.stack(dX), d_state
 
     # ----------------------------------------------------------------------------------------------
     # helpers of the per-step loops (states are an array, or a tuple of parts)
