@@ -187,7 +187,7 @@ class Recurrent(Module):
         Y = [None] * T                                                 # Y[t]: (N, H_out), filled in step order
         state = state0
         steps = reversed(range(T)) if reverse else range(T)
-        # BEGIN SOLUTION for each step t in `steps`: new = cell.forward(X[t], state); keep it only where the step is live (state = self._keep(live[t], new, state)); Y[t] = the new h where live, 0 elsewhere
+        # BEGIN SOLUTION for each step t in `steps`, step the cell from `state`; keep its new state only where live[t] (self._keep) and set Y[t] to its h where live[t], zero elsewhere
         for t in steps:
             new = cell.forward(X[t], state)
             state = self._keep(live[t], new, state)                    # past a sequence's end, its state stays
@@ -207,7 +207,7 @@ class Recurrent(Module):
         dX = [None] * T                                                # dX[t]: (N, I_l)
         d_state = self._zeros_for_none(cell, d_state_T, N)
         steps = range(T) if reverse else reversed(range(T))
-        # BEGIN SOLUTION for each step t in `steps` (the opposite order of forward): split the gradient with self._route(live[t], d_state, dY[t]); pass the live part to cell.backward (its dx goes to dX[t]); the new d_state is what cell.backward returns plus the part that skipped the step (self._plus)
+        # BEGIN SOLUTION for each step t in `steps` (the opposite order of forward), split d_state and dY[t] with self._route, pass the live part to cell.backward (its dx is dX[t]), and add (self._plus) what it returns for the state to the part that skipped the step
         for t in steps:
             d_new, d_skipped = self._route(live[t], d_state, dY[t])  # live: d_state + dY[t] on h; padded: passes by
             dX[t], d_prev = cell.backward(d_new)
