@@ -12,7 +12,7 @@ from tests.test_gru_block_ops import kernel_grad
 CELL_PARTS = [p for p in spec.PARTS if p.kind != "sequence"]
 SEQ_PARTS = [p for p in spec.PARTS if p.kind == "sequence"]
 STATE_NAMES = {"RNNCell": ("h",), "GRUCell": ("h",), "GRUBlockCell": ("h",), "GMUCell": ("h", "c"),
-               "TGRUCell": ("h", "m")}
+               "TGRUCell": ("h", "m"), "LSTMCell": ("h", "c")}
 TOL = dict(rtol=1e-5, atol=1e-7)     # finite differences in float64 reach ~1e-9 here
 
 
@@ -22,7 +22,7 @@ def cases(part):
 
 
 def initial_state(config, inputs, params, n_shape, prefix="state"):
-    widths = spec.state_widths(config["cell"], config["I"], config["H"])
+    widths = spec.state_widths(config["cell"], config["I"], config["H"], config["flags"])
     parts = []
     for k, w in enumerate(widths):
         key = f"{prefix}/{k}"
@@ -100,32 +100,57 @@ def test_cell_parts_against_the_oracle(part):
                 np.testing.assert_allclose(expected[f"op/{name}"], value, rtol=1e-12, atol=1e-14)
 
 
+def directions(config):
+    return 2 if config.get("bidirectional") else 1
+
+
+def entry_params(p, k, D):
+    """The parameters of direction entry k (= layer·D + direction), without their suffix."""
+    suffix = f"_l{k // D}" + ("_reverse" if k % D else "")
+    return {name[:-len(suffix)]: v for name, v in p.items() if name.endswith(suffix)}
+
+
+def entry_input_width(config, k):
+    H_out = spec.state_widths(config["cell"], config["I"], config["H"], config["flags"])[0]
+    return config["I"] if k < directions(config) else directions(config) * H_out
+
+
 def sequence_forward(config, inputs, p, X, state0):
-    """The layer, from the oracle's cells: returns (Y time-major, final states per layer)."""
-    cell, L = config["cell"], config["layers"]
-    states, outputs = list(state0), []
-    for t in range(X.shape[0]):
-        inp = X[t]
-        for layer in range(L):
-            lp = {k[:-3]: v for k, v in p.items() if k.endswith(f"_l{layer}")}
-            states[layer], _ = oracle.step(cell, lp, inp, states[layer], config["flags"])
-            inp = states[layer][0]
-        outputs.append(inp)
-    return np.stack(outputs), states
+    """The layer, from the oracle's cells, one direction at a time with per-sequence masks written out:
+    returns (Y time-major, final states per direction entry)."""
+    cell, L, D, T = config["cell"], config["layers"], directions(config), X.shape[0]
+    lengths = config.get("lengths") or [T] * (1 if X.ndim == 2 else X.shape[1])
+    finals, inp = [], X
+    for layer in range(L):
+        outputs = []
+        for direction in range(D):
+            k = layer * D + direction
+            state, Y = list(state0[k]), [None] * T
+            for t in (reversed(range(T)) if direction else range(T)):
+                new, _ = oracle.step(cell, entry_params(p, k, D), inp[t], state, config["flags"])
+                live = np.array([t < length for length in lengths])
+                live = live[0] if X.ndim == 2 else live[:, None]
+                state = [np.where(live, a, b) for a, b in zip(new, state)]
+                Y[t] = np.where(live, new[0], 0.0)
+            outputs.append(np.stack(Y))
+            finals.append(state)
+        inp = np.concatenate(outputs, axis=-1)
+    return inp, finals
 
 
 @pytest.mark.parametrize("part", SEQ_PARTS, ids=lambda p: p.number)
 def test_sequence_parts_against_the_oracle(part):
     for config, inputs, expected in cases(part):
-        p, L, H, I = params_of(inputs), config["layers"], config["H"], config["I"]
+        p, L, H, I = params_of(inputs), config["layers"] * directions(config), config["H"], config["I"]
+        D = directions(config)
         X = inputs["X"].copy()
         time_major = X if X.ndim == 2 or not config["batch_first"] else X.transpose(1, 0, 2)
         dY = inputs["dY"] if X.ndim == 2 or not config["batch_first"] else inputs["dY"].transpose(1, 0, 2)
         n_shape = () if config["n"] is None else (config["n"],)
         state0 = []
-        for layer in range(L):
-            layer_config = dict(config, I=I if layer == 0 else H)
-            lp = {k[:-3]: v for k, v in p.items() if k.endswith(f"_l{layer}")}
+        for layer in range(L):                                        # one entry per direction of each layer
+            layer_config = dict(config, I=entry_input_width(config, layer))
+            lp = entry_params(p, layer, D)
             state0.append(initial_state(layer_config, inputs, lp, n_shape, prefix=f"state0/{layer}"))
             if not any(k.startswith("state0/") for k in inputs):     # trainable: the state comes from params
                 for k in range(len(state0[-1])):
@@ -135,8 +160,8 @@ def test_sequence_parts_against_the_oracle(part):
         def materialise():
             out = []
             for layer, parts in enumerate(state0):
-                lp = {k[:-3]: v for k, v in p.items() if k.endswith(f"_l{layer}")}
-                layer_config = dict(config, I=I if layer == 0 else H)
+                lp = entry_params(p, layer, D)
+                layer_config = dict(config, I=entry_input_width(config, layer))
                 out.append([part if part is not None else initial_state(layer_config, {}, lp, n_shape)[k]
                             for k, part in enumerate(parts)])
             return out
