@@ -289,9 +289,7 @@ class Recurrent(Module):
         if lengths is None:
             return None
         name = f"{type(self).__name__}.forward"
-        values = np.asarray(lengths)
-        if hasattr(lengths, "numpy") and not isinstance(lengths, np.ndarray):      # a torch tensor
-            values = np.asarray(lengths.numpy())
+        values = np.asarray(lengths)                                   # a list, an array, a torch tensor
         if values.dtype.kind not in "iu":
             raise TypeError(f"{name}: lengths has dtype {values.dtype}, expected integers (one length per sequence)")
         expected = (N,) if batched else ((), (1,))
