@@ -154,8 +154,6 @@ class RecurrentCell(Module):
         """Return ``(dx, d_state_prev)`` in the shapes of the forward step's inputs."""
         return (dx if cache.batched else dx[0]), self._public(d_parts, cache.batched)
 
-    # ----------------------------------------------------------------------------------------------
-    # fast paths over a whole sequence (optional)
     def sequence_forward(self, X, state0, lengths=None, reverse=False):
         """Fast path over a whole sequence (see Recurrent); cells without one raise NotImplementedError."""
         raise NotImplementedError

@@ -126,8 +126,8 @@ class Recurrent(Module):
                 finals.append(final)
                 defaulted.append(tuple(part is None for part in given[k]))
             inp = outputs[0] if len(outputs) == 1 else np.concatenate(outputs, axis=2)    # T,N,D·H_out
-        self._record(Cache(y_shape=inp.shape if batched else inp[:, 0].shape, batch=N, batched=batched, lengths=lengths, defaulted=defaulted,
-                           paths=dict(self._paths)))
+        self._record(Cache(y_shape=inp.shape if batched else inp[:, 0].shape, batch=N, batched=batched,
+                           lengths=lengths, defaulted=defaulted, paths=dict(self._paths)))
         Y = inp if batched else inp[:, 0]
         if batched and self.batch_first:
             Y = Y.transpose(1, 0, 2)
