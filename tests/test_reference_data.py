@@ -237,3 +237,41 @@ def test_manifest_lists_every_part():
     manifest = data.read_manifest()
     assert manifest["seed"] == 11785
     assert set(manifest["files"]) == {data.file_name(p.number) for p in spec.PARTS}
+
+
+@needs_torch
+def test_lstm_layer_part_against_torch_packed_sequences():
+    """Part 7.3 against torch.nn.LSTM over pack_padded_sequence (enforce_sorted=False), every array."""
+    import torch
+    from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+    tol = dict(rtol=1e-10, atol=1e-12)
+    for config, inputs, expected in cases(spec.PARTS_BY_NUMBER["7.3"]):
+        L, T, bf, entries = config["layers"], config["steps"], config["batch_first"], 2 * config["layers"]
+        batch_axis = 0 if bf else 1
+
+        def batched(a, axis=batch_axis):
+            """torch's packing needs a batch: an unbatched case becomes a batch of one."""
+            return a if config["n"] is not None else np.expand_dims(a, axis)
+
+        def stacked(prefix, j, grad=False):
+            return torch.tensor(batched(np.stack([inputs[f"{prefix}/{k}/{j}"] for k in range(entries)]), 1),
+                                requires_grad=grad)
+
+        module = torch.nn.LSTM(config["I"], config["H"], num_layers=L, batch_first=bf, bidirectional=True,
+                               proj_size=config["flags"].get("proj_size", 0)).double()
+        p = {k: torch.tensor(v, requires_grad=True) for k, v in params_of(inputs).items()}
+        h0, c0 = stacked("state0", 0, True), stacked("state0", 1, True)
+        X = torch.tensor(batched(inputs["X"]), requires_grad=True)
+        packed = pack_padded_sequence(X, torch.tensor(config["lengths"]), batch_first=bf, enforce_sorted=False)
+        out, (h_n, c_n) = torch.func.functional_call(module, p, (packed, (h0, c0)))
+        Y, _ = pad_packed_sequence(out, batch_first=bf, total_length=T)
+        loss = (Y * torch.tensor(batched(inputs["dY"]))).sum()
+        (loss + (h_n * stacked("d_state_T", 0)).sum() + (c_n * stacked("d_state_T", 1)).sum()).backward()
+        np.testing.assert_allclose(batched(expected["Y"]), Y.detach().numpy(), **tol)
+        np.testing.assert_allclose(batched(expected["dX"]), X.grad.numpy(), **tol)
+        for k in range(entries):
+            for name, final, initial in (("h", h_n, h0), ("c", c_n, c0)):
+                np.testing.assert_allclose(batched(expected[f"state_T/{k}/{name}"], 0), final[k].detach().numpy(), **tol)
+                np.testing.assert_allclose(batched(expected[f"d_state0/{k}/{name}"], 0), initial.grad[k].numpy(), **tol)
+        for name, tensor in p.items():
+            np.testing.assert_allclose(expected[f"grad/{name}"], tensor.grad.numpy(), **tol)
