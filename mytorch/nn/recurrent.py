@@ -231,6 +231,8 @@ class Recurrent(Module):
 
     def _keep(self, live_t, new, old):
         """``new`` where the step is live (live_t (N, 1) True), ``old`` where it is padding."""
+        if live_t.all():                                               # no padding at this step: nothing to mix
+            return new
         return self._as_state(tuple(np.where(live_t, a, b) for a, b in zip(self._parts(new), self._parts(old))))
 
     def _route(self, live_t, d_state, dY_t):
@@ -239,15 +241,20 @@ class Recurrent(Module):
         Live rows: ``d_new`` is d_state plus dY_t on its h (the output at the step), and ``d_skipped`` is zero.
         Padded rows: the state passed the step by unchanged and the output was zero, so ``d_new`` is zero
         (nothing reaches the cell) and ``d_skipped`` is d_state, which goes straight to the state before.
+        ``d_skipped`` is None when no row is padded.
         """
         parts = self._parts(d_state)
         with_output = (parts[0] + dY_t,) + parts[1:]
+        if live_t.all():                                               # no padding at this step: nothing skips it
+            return self._as_state(with_output), None
         d_new = tuple(np.where(live_t, d, 0.0) for d in with_output)
         d_skipped = tuple(np.where(live_t, 0.0, d) for d in parts)
         return self._as_state(d_new), self._as_state(d_skipped)
 
     def _plus(self, a, b):
-        """Two gradients of the same state structure, added part by part."""
+        """Two gradients of the same state structure, added part by part (``b`` None: nothing to add)."""
+        if b is None:
+            return a
         return self._as_state(tuple(x + y for x, y in zip(self._parts(a), self._parts(b))))
 
     def _zeros_for_none(self, cell, d_state, n):
