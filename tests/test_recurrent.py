@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 
 import mytorch
-from mytorch.nn import GMU, GRU, RNN, TGRU, GRUBlock, GRUCell, Recurrent
+from mytorch.nn import GMU, GRU, LSTM, RNN, TGRU, GRUBlock, GRUCell, Recurrent
 from tests.conftest import GRADCHECK_TOL
 
-LAYERS = [RNN, GRU, GRUBlock, GMU, TGRU]
+LAYERS = [RNN, GRU, GRUBlock, GMU, TGRU, LSTM]
 layer_ids = [c.__name__ for c in LAYERS]
 
 

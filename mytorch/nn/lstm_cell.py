@@ -119,8 +119,8 @@ class LSTMCell(RecurrentCell):
         """Given (dL/dh', dL/dc') (either may be None), accumulate gradients and return (dx, (dh, dc))."""
         cache, (dh_t, dc_t) = self._prepare_backward(d_state)
         p, grad = self.params, self.grads
-        x, h, c, i, f, g, o, tanh_c = cache.x, cache.hidden, cache.cell, cache.i, cache.f, cache.g, cache.o, \
-            cache.tanh_c
+        x, h, c = cache.x, cache.hidden, cache.cell                      # the step's inputs
+        i, f, g, o, tanh_c = cache.i, cache.f, cache.g, cache.o, cache.tanh_c
         # BEGIN SOLUTION
         # Backward, given (dh', dc'), in the reverse order of the forward lines:
         #
