@@ -4,7 +4,7 @@ from setuptools import setup
 setup(
     name="mytorch",
     version="0.1.0",
-    description="Recurrent cells (RNN, GRU, TF GRU block, GMU, TGRU) with hand-derived backward passes, in NumPy",
+    description="Recurrent cells (RNN, GRU, TF GRU block, GMU, TGRU, LSTM) with hand-derived backward passes, in NumPy",
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     python_requires=">=3.9",

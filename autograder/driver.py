@@ -113,40 +113,56 @@ def cell_case(mytorch, config, inputs, out):
     _check_unchanged(cell.params, params, out)
 
 
-def _layer_state(inputs, prefix, layers, count):
-    per_layer = [_state(inputs, f"{prefix}/{layer}", count) for layer in range(layers)]
-    if all(s is None for s in per_layer):
+def _state_form(config):
+    """How the layer takes and gives states: 'array' (L·D, N, H), 'tuple' of such arrays, or 'list' of tuples."""
+    return config.get("state_form", "array" if len(config["states"]) == 1 else "list")
+
+
+def _layer_state(inputs, prefix, entries, count, form):
+    per_entry = [_state(inputs, f"{prefix}/{k}", count) for k in range(entries)]
+    if all(s is None for s in per_entry):
         return None
-    return np.stack(per_layer) if count == 1 else per_layer
+    if form == "array":
+        return np.stack(per_entry)
+    if form == "tuple":
+        return tuple(np.stack([s[j] for s in per_entry]) for j in range(count))
+    return per_entry
 
 
 def sequence_case(mytorch, config, inputs, out):
     names = config["states"]
-    L = config["layers"]
+    L, form = config["layers"], _state_form(config)
+    entries = L * (2 if config.get("bidirectional") else 1)
+    options = dict(config["flags"], bidirectional=True) if config.get("bidirectional") else config["flags"]
     layer = getattr(mytorch.nn, config["layer"])(config["I"], config["H"], num_layers=L,
-                                                          batch_first=config["batch_first"], **config["flags"])
+                                                 batch_first=config["batch_first"], **options)
+    layer.fast_path = False                             # grade the per-step loop the student wrote
     params = _params(inputs)
     layer.load_state_dict({k: v.copy() for k, v in params.items()})
-    Y, state_T = layer.forward(inputs["X"], _layer_state(inputs, "state0", L, len(names)))
+    lengths = {} if config.get("lengths") is None else {"lengths": np.array(config["lengths"])}
+    Y, state_T = layer.forward(inputs["X"], _layer_state(inputs, "state0", entries, len(names), form), **lengths)
     out.record.put("Y", Y)
-    _put_layer_state(out, "state_T", names, state_T, L)
-    dX, d_state0 = layer.backward(inputs["dY"], _layer_state(inputs, "d_state_T", L, len(names)))
+    _put_layer_state(out, "state_T", names, state_T, entries, form)
+    dX, d_state0 = layer.backward(inputs["dY"], _layer_state(inputs, "d_state_T", entries, len(names), form))
     out.record.put("dX", dX)
     if "state0/0/0" in inputs:
-        _put_layer_state(out, "d_state0", names, d_state0, L)
+        _put_layer_state(out, "d_state0", names, d_state0, entries, form)
     for name in params:
         out.record.put(f"grad/{name}", layer.grads.get(name))
     _check_unchanged(layer.params, params, out)
 
 
-def _put_layer_state(out, prefix, names, states, layers):
+def _put_layer_state(out, prefix, names, states, entries, form):
     try:
-        per_layer = [states[layer] for layer in range(layers)]
-    except Exception:                                   # not indexable by layer
+        if form == "tuple":                             # (h, c), each (L·D, N, ·): entry k is (h[k], c[k])
+            per_entry = [tuple(states[j][k] for j in range(len(names))) for k in range(entries)]
+        else:
+            per_entry = [states[k] for k in range(entries)]
+    except Exception:                                   # not indexable by entry
         out.record.put(prefix, states)
         return
-    for layer, state in enumerate(per_layer):
-        out.record.put_state(f"{prefix}/{layer}/", names, tuple(state) if len(names) > 1 else state)
+    for k, state in enumerate(per_entry):
+        out.record.put_state(f"{prefix}/{k}/", names, tuple(state) if len(names) > 1 else state)
 
 
 class CaseResult:

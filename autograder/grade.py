@@ -31,6 +31,10 @@ def describe_case(config):
         words += [f"T={config['steps']}", f"{config['layers']} layer{'s' if config['layers'] > 1 else ''}"]
         if config["batch_first"]:
             words.append("batch_first")
+        if config.get("bidirectional"):
+            words.append("bidirectional")
+        if config.get("lengths") is not None:
+            words.append(f"lengths={config['lengths']}")
     elif config["steps"] > 1:
         words.append(f"{config['steps']} steps forward then backward on one cell")
     if config["interface"] == "course":

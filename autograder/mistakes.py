@@ -46,6 +46,18 @@ ERRATUM_W_U = ("this matches TensorFlow's documented formula for d_x/d_h_prev co
                "the update-gate term uses w_u (columns H: of w_ru), not w_r again")
 ERRATUM_D_H_U = ("this matches TensorFlow's documented d_h_prev = … + d_hr ∘ r + u, which has an erratum: the "
                  "direct path is d_h ∘ u")
+LSTM_DF_NEW_C = ("these gradients are what df = dc' ⊙ c' would give, with the NEW cell state: the forget gate scales "
+                 "the PREVIOUS one (c' = f ⊙ c_prev + i ⊙ g), so df = dc' ⊙ c_prev; do not overwrite c before "
+                 "the cache keeps it")
+LSTM_NO_TANH = ("these values are what h' = o ⊙ c' would give: the output squashes the cell state first, "
+                "h' = o ⊙ tanh(c')")
+LSTM_NO_C_PATH = ("these gradients are what dropping the path from h' to c' would give: c' reaches the loss "
+                  "directly (dc') and through h' = o ⊙ tanh(c'), so dc' += dh' ⊙ o ⊙ (1 − tanh²(c'))")
+LSTM_GATE_ORDER = ("these values are what the gates read in another order would give: torch.nn.LSTMCell stacks "
+                   "them i, f, g, o (rows 0:H, H:2H, 2H:3H, 3H:4H of the weights), the same order in forward "
+                   "and in the gradient")
+IGNORES_LENGTHS = ("these values are what running past each sequence's end would give: at a padded step "
+                   "(t >= lengths[n]) the state must stay as it was (self._keep) and the output be zero")
 # hints recognised by transforming the reference or from an error (compare.py); a substring suffices
 TRANSPOSED = "is the transpose of the expected array"
 SIGN = "opposite sign"
@@ -56,7 +68,8 @@ FLOAT32 = "converts to float32"
 
 RNN, GRU, GB, GMU, TGRU, SEQ = "nn/rnn_cell.py", "nn/gru_cell.py", "nn/gru_block_cell.py", "nn/gmu_cell.py", \
     "nn/tgru_cell.py", "nn/recurrent.py"
-ALL_SEQ = ("6.1", "6.2", "6.3", "6.4", "6.5")
+LSTM = "nn/lstm_cell.py"
+ALL_SEQ = ("6.1", "6.2", "6.3", "6.4", "6.5", "7.3")
 
 CATALOGUE = (
     # ---- RNN cell
@@ -145,15 +158,33 @@ CATALOGUE = (
     Mistake("tgru-dx-forgets-memory", TGRU, 'dx = dA @ p["weight_ih"] + dm_t', 'dx = dA @ p["weight_ih"]',
             ("5.2", "6.5")),
     Mistake("tgru-initial-state-grad-averaged", TGRU, 'g["hidden_state"] += dh.sum(axis=0)',
-            'g["hidden_state"] += dh.mean(axis=0)', ("5.2", "6.5"), BATCH_MEAN),
+            'g["hidden_state"] += dh.mean(axis=0)', ("5.2",), BATCH_MEAN),     # layers fill the state themselves
     Mistake("tgru-dh-through-gates", TGRU, "dh = dh_t * f", "dh = dh_t * f + dz", ("5.2", "6.5")),
+    # ---- LSTM cell
+    Mistake("lstm-forget-gate-fed-new-c", LSTM, "c_t = f * c + i * g", "c = c_t = f * c + i * g", ("7.2", "7.3"),
+            LSTM_DF_NEW_C, variant=True),
+    Mistake("lstm-tanh-forgotten", LSTM, "h_hat = o * tanh_c", "h_hat = o * c_t", ("7.1", "7.2", "7.3"),
+            LSTM_NO_TANH, variant=True),
+    Mistake("lstm-no-c-path-from-h", LSTM, "dc = dc_t + dh_hat * o * F.tanh_grad(tanh_c)", "dc = dc_t",
+            ("7.2", "7.3"), LSTM_NO_C_PATH, variant=True),
+    Mistake("lstm-gates-out-of-order", LSTM, "g = np.tanh(a[:, 2 * H:3 * H])\n        o = F.sigmoid(a[:, 3 * H:])",
+            "g = np.tanh(a[:, 3 * H:])\n        o = F.sigmoid(a[:, 2 * H:3 * H])", ("7.1", "7.2", "7.3"),
+            LSTM_GATE_ORDER, variant=True),
+    Mistake("lstm-gate-grads-out-of-order", LSTM, "dA = np.concatenate([da_i, da_f, da_g, da_o], axis=1)",
+            "dA = np.concatenate([da_i, da_f, da_o, da_g], axis=1)", ("7.2", "7.3"), LSTM_GATE_ORDER, variant=True),
+    Mistake("lstm-dg-sigmoid-derivative", LSTM, "da_g = dg * F.tanh_grad(g)", "da_g = dg * F.sigmoid_grad(g)",
+            ("7.2", "7.3")),
+    Mistake("lstm-bias-grad-averaged", LSTM, 'grad["bias_hh"] += dA.sum(axis=0)', 'grad["bias_hh"] += dA.mean(axis=0)',
+            ("7.2", "7.3"), BATCH_MEAN),
     # ---- BPTT through the sequence layer
-    Mistake("seq-no-gradient-from-the-future", SEQ, "d_state = self._add_to_h(d_states[layer], d_inp)",
-            "d_state = self._add_to_h(None, d_inp)", ALL_SEQ),
-    Mistake("seq-layers-bottom-up", SEQ, "for layer in reversed(range(self.num_layers)):",
-            "for layer in range(self.num_layers):", ALL_SEQ),
-    Mistake("seq-output-of-bottom-layer", SEQ, "outputs.append(inp)",
-            "outputs.append(states[0] if self._stacked else states[0][0])", ALL_SEQ),
+    Mistake("seq-no-gradient-from-the-future", SEQ, "d_state = self._plus(d_prev, d_skipped)",
+            "d_state = d_skipped", ALL_SEQ),
+    Mistake("seq-state-not-carried", SEQ, "new = cell.forward(X[t], state)", "new = cell.forward(X[t], state0)",
+            ALL_SEQ),
+    Mistake("seq-output-gradient-dropped", SEQ, "self._route(live[t], d_state, dY[t])",
+            "self._route(live[t], d_state, 0.0)", ALL_SEQ),
+    Mistake("seq-ignores-lengths", SEQ, "state = self._keep(live[t], new, state)", "state = new", ("7.3",),
+            IGNORES_LENGTHS, variant=True),
 )
 HINTED = tuple(m for m in CATALOGUE if m.variant)
 assert len({m.id for m in CATALOGUE}) == len(CATALOGUE)

@@ -17,8 +17,13 @@ CELLS = {
     "GRUBlockCell": (("h",), ("r", "u", "c")),
     "GMUCell": (("h", "c"), ("i", "m", "o")),
     "TGRUCell": (("h", "m"), ("z", "f", "o")),
+    "LSTMCell": (("h", "c"), ("i", "f", "g", "o")),
 }
-LAYERS = {"RNNCell": "RNN", "GRUCell": "GRU", "GRUBlockCell": "GRUBlock", "GMUCell": "GMU", "TGRUCell": "TGRU"}
+LAYERS = {"RNNCell": "RNN", "GRUCell": "GRU", "GRUBlockCell": "GRUBlock", "GMUCell": "GMU", "TGRUCell": "TGRU",
+          "LSTMCell": "LSTM"}
+# a layer's states: an array (L·D, N, H) for one-state cells, a list of L·D tuples for two-state cells, except
+# these, which give a tuple of arrays (L·D, N, ·) as torch.nn.LSTM does
+STATE_FORMS = {"LSTMCell": "tuple"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,7 +33,8 @@ class Part:
     points: int
     kind: str                    # forward | backward | sequence
     cell: str
-    shapes: tuple                # per case: (N, I, H, flags, steps[, interface or layers/batch_first])
+    shapes: tuple                # per case: (N, I, H, flags, steps[, interface or layers, batch_first
+                                 #            [, bidirectional, lengths]])
 
     @property
     def id(self):
@@ -43,36 +49,42 @@ def _cell_cases(*extra):
 LIFO = (3, 3, 4, {}, 3)          # three forwards then three backwards on one cell object
 
 PARTS = (
-    Part("1.1", "RNN cell forward", 6, "forward", "RNNCell", _cell_cases((3, 2, 4, {"nonlinearity": "relu"}, 1))),
-    Part("1.2", "RNN cell backward", 8, "backward", "RNNCell",
+    Part("1.1", "RNN cell forward", 4, "forward", "RNNCell", _cell_cases((3, 2, 4, {"nonlinearity": "relu"}, 1))),
+    Part("1.2", "RNN cell backward", 11, "backward", "RNNCell",
          _cell_cases((3, 2, 4, {"nonlinearity": "relu"}, 1), LIFO)),
-    Part("2.1", "GRU cell forward", 8, "forward", "GRUCell",
+    Part("2.1", "GRU cell forward", 5, "forward", "GRUCell",
          ((None, 5, 2, {}, 1, "course"),) + _cell_cases()),
-    Part("2.2", "GRU cell backward", 12, "backward", "GRUCell",
+    Part("2.2", "GRU cell backward", 13, "backward", "GRUCell",
          ((None, 5, 2, {}, 1, "course"),) + _cell_cases(LIFO)),
-    Part("3.1", "GRU block cell forward", 6, "forward", "GRUBlockCell", _cell_cases()),
-    Part("3.2", "GRU block cell backward", 10, "backward", "GRUBlockCell", _cell_cases(LIFO)),
-    Part("4.1", "GMU cell forward", 6, "forward", "GMUCell", _cell_cases()),
-    Part("4.2", "GMU cell backward", 10, "backward", "GMUCell", _cell_cases(LIFO)),
-    Part("5.1", "TGRU cell forward", 6, "forward", "TGRUCell",
+    Part("3.1", "GRU block cell forward", 3, "forward", "GRUBlockCell", _cell_cases()),
+    Part("3.2", "GRU block cell backward", 11, "backward", "GRUBlockCell", _cell_cases(LIFO)),
+    Part("4.1", "GMU cell forward", 3, "forward", "GMUCell", _cell_cases()),
+    Part("4.2", "GMU cell backward", 11, "backward", "GMUCell", _cell_cases(LIFO)),
+    Part("5.1", "TGRU cell forward", 3, "forward", "TGRUCell",
          _cell_cases((2, 3, 4, {"train_state": True, "train_memory": True}, 1))),
-    Part("5.2", "TGRU cell backward", 10, "backward", "TGRUCell",
+    Part("5.2", "TGRU cell backward", 11, "backward", "TGRUCell",
          _cell_cases((2, 3, 4, {"train_state": True, "train_memory": True}, 1),
                      (2, 3, 4, {"train_state": True, "train_memory": True}, 3))),
-    Part("6.1", "BPTT: RNN sequence layer", 3, "sequence", "RNNCell",
+    Part("6.1", "BPTT: RNN sequence layer", 2, "sequence", "RNNCell",
          ((2, 3, 4, {}, 5, 2, False), (None, 3, 4, {}, 4, 1, False))),
-    Part("6.2", "BPTT: GRU sequence layer", 4, "sequence", "GRUCell",
+    Part("6.2", "BPTT: GRU sequence layer", 2, "sequence", "GRUCell",
          ((2, 3, 4, {}, 5, 2, False), (3, 4, 2, {}, 1, 1, True), (None, 3, 4, {}, 4, 2, False))),
-    Part("6.3", "BPTT: GRU block sequence layer", 4, "sequence", "GRUBlockCell",
+    Part("6.3", "BPTT: GRU block sequence layer", 2, "sequence", "GRUBlockCell",
          ((2, 3, 4, {}, 5, 2, False), (None, 3, 4, {}, 4, 1, False))),
-    Part("6.4", "BPTT: GMU sequence layer", 4, "sequence", "GMUCell",
+    Part("6.4", "BPTT: GMU sequence layer", 2, "sequence", "GMUCell",
          ((2, 3, 4, {}, 5, 2, False), (1, 4, 3, {}, 3, 2, True))),
-    Part("6.5", "BPTT: TGRU sequence layer", 3, "sequence", "TGRUCell",
+    Part("6.5", "BPTT: TGRU sequence layer", 2, "sequence", "TGRUCell",
          ((2, 3, 4, {}, 5, 2, False), (2, 3, 4, {"train_state": True, "train_memory": True}, 4, 2, False))),
+    Part("7.1", "LSTM cell forward", 4, "forward", "LSTMCell", _cell_cases((3, 4, 5, {"proj_size": 2}, 1))),
+    Part("7.2", "LSTM cell backward", 6, "backward", "LSTMCell",
+         _cell_cases(LIFO, (2, 3, 4, {"proj_size": 3}, 3))),
+    Part("7.3", "Bidirectional LSTM layer on a padded batch of unequal lengths", 5, "sequence", "LSTMCell",
+         ((3, 3, 4, {}, 5, 2, False, True, [5, 2, 4]), (2, 4, 3, {"proj_size": 2}, 4, 1, True, True, [1, 4]),
+          (None, 3, 2, {}, 4, 1, False, True, [3]))),
 )
 PARTS_BY_NUMBER = {p.number: p for p in PARTS}
 SECTIONS = {"1": "RNN cell", "2": "GRU cell", "3": "GRU block cell", "4": "GMU cell", "5": "TGRU cell",
-            "6": "BPTT through the sequence layer"}
+            "6": "BPTT through the sequence layer", "7": "LSTM cell, bidirectional and variable-length layers"}
 assert sum(p.points for p in PARTS) == 100
 
 
@@ -88,6 +100,10 @@ def param_shapes(cell, I, H, flags):
     if cell == "GMUCell":
         return {"weight_ih": (3 * H, I), "weight_hh": (3 * H, H), "weight_ch_m": (H,), "weight_ch_o": (H,),
                 "bias_ih": (3 * H,), "bias_hh": (3 * H,)}
+    if cell == "LSTMCell":
+        P = flags.get("proj_size", 0)
+        shapes = {"weight_ih": (4 * H, I), "weight_hh": (4 * H, P or H), "bias_ih": (4 * H,), "bias_hh": (4 * H,)}
+        return dict(shapes, weight_hr=(P, H)) if P else shapes
     if cell == "TGRUCell":
         shapes = {"weight_ih": (3 * H, I), "weight_hh": (3 * H, I), "bias_ih": (3 * H,), "bias_hh": (3 * H,)}
         if flags.get("train_state"):
@@ -98,7 +114,9 @@ def param_shapes(cell, I, H, flags):
     raise KeyError(cell)
 
 
-def state_widths(cell, I, H):
+def state_widths(cell, I, H, flags=None):
+    if cell == "LSTMCell":
+        return ((flags or {}).get("proj_size") or H, H)
     return {"GMUCell": (H, H), "TGRUCell": (H, I)}.get(cell, (H,))
 
 
@@ -117,19 +135,28 @@ def make_case(rng, part, shape):
     if part.kind == "sequence":
         layers, batch_first = shape[5], shape[6]
         config.update(layers=layers, batch_first=batch_first)
-        for layer in range(layers):
-            for name, s in param_shapes(part.cell, I if layer == 0 else H, H, flags).items():
-                inputs[f"param/{name}_l{layer}"] = rng.uniform(-0.6, 0.6, s)
+        bidirectional, lengths = (shape[7], shape[8]) if len(shape) > 7 else (False, None)
+        if len(shape) > 7:
+            config.update(bidirectional=bidirectional, lengths=lengths)
+        if part.cell in STATE_FORMS:
+            config["state_form"] = STATE_FORMS[part.cell]
+        D = 2 if bidirectional else 1
+        H_out = state_widths(part.cell, I, H, flags)[0]
+        in_widths = [I] + [D * H_out] * (layers - 1)
+        for layer in range(layers):                        # entry k = layer·D + direction, PyTorch's order
+            for direction in range(D):
+                for name, s in param_shapes(part.cell, in_widths[layer], H, flags).items():
+                    inputs[f"param/{name}_l{layer}{'_reverse' if direction else ''}"] = rng.uniform(-0.6, 0.6, s)
         x_shape = (steps, I) if n is None else ((n, steps, I) if batch_first else (steps, n, I))
         inputs["X"] = rng.standard_normal(x_shape)
-        inputs["dY"] = rng.standard_normal(x_shape[:-1] + (H,))
+        inputs["dY"] = rng.standard_normal(x_shape[:-1] + (D * H_out,))
         trainable = flags.get("train_state") or flags.get("train_memory")
-        for layer in range(layers):
-            widths = state_widths(part.cell, I if layer == 0 else H, H)
-            for k, w in enumerate(widths):
+        for k in range(layers * D):
+            widths = state_widths(part.cell, in_widths[k // D], H, flags)
+            for j, w in enumerate(widths):
                 if not trainable:                          # with trainable initial states, state0 stays None
-                    inputs[f"state0/{layer}/{k}"] = rng.standard_normal(_batch(n, w))
-                inputs[f"d_state_T/{layer}/{k}"] = rng.standard_normal(_batch(n, w))
+                    inputs[f"state0/{k}/{j}"] = rng.standard_normal(_batch(n, w))
+                inputs[f"d_state_T/{k}/{j}"] = rng.standard_normal(_batch(n, w))
         return config, inputs
     if len(shape) > 5:
         config["interface"] = shape[5]
@@ -139,7 +166,7 @@ def make_case(rng, part, shape):
         inputs["param/b_ru"] += 1.0                        # TensorFlow's gates start open
     inputs["x"] = rng.standard_normal((steps,) + _batch(n, I))
     trainable = flags.get("train_state") or flags.get("train_memory")
-    for k, w in enumerate(state_widths(part.cell, I, H)):
+    for k, w in enumerate(state_widths(part.cell, I, H, flags)):
         if not trainable:
             inputs[f"state/{k}"] = rng.standard_normal(_batch(n, w))
         if part.kind == "backward":
@@ -167,6 +194,7 @@ def select_parts(requested):
         matches = [p for p in PARTS if p.number == name or p.number.split(".")[0] == name]
         if not matches:
             known = ", ".join(p.number for p in PARTS)
-            raise ValueError(f"unknown part {name!r}: the parts are {known} (or a section number 1-6)")
+            raise ValueError(f"unknown part {name!r}: the parts are {known} (or a section number "
+                             f"{min(SECTIONS, key=int)}-{max(SECTIONS, key=int)})")
         chosen += [p for p in matches if p not in chosen]
     return chosen

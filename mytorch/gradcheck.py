@@ -2,6 +2,7 @@
 
     errors = gradcheck(cell, x, state)          # {'x': 3e-11, 'state[0]': …, 'weight_ih': …, …}
     errors = gradcheck(layer, X, state0)
+    errors = gradcheck(layer, X, state0, lengths=lengths)     # a padded batch of unequal lengths
 
 The loss is L = Σ w ⊙ out over every output array (h, c, m, Y, the final states), with random weights w
 drawn from ``seed``; ``backward`` is called with d_out = w. Each gradient entry is compared with
@@ -51,11 +52,11 @@ def relative_error(analytic, numeric):
     return 0.0 if diff == 0 else float(diff / scale) if scale > 0 else float("inf")
 
 
-def gradcheck(module, x, state=None, eps=1e-6, seed=0):
+def gradcheck(module, x, state=None, eps=1e-6, seed=0, lengths=None):
     """Max relative error of ``module.backward`` against finite differences, per input, state part and parameter.
 
     ``module`` is a cell (``forward(x, state) -> new_state``) or a ``Recurrent`` layer
-    (``forward(X, state0) -> (Y, state_T)``); it must be float64. ``state`` may be None.
+    (``forward(X, state0, lengths) -> (Y, state_T)``); it must be float64. ``state`` and ``lengths`` may be None.
     """
     if np.dtype(module.dtype) != np.float64:
         raise ValueError(f"gradcheck: {type(module).__name__} is {module.dtype}; finite differences need float64")
@@ -63,9 +64,15 @@ def gradcheck(module, x, state=None, eps=1e-6, seed=0):
     state = _rebuild(state, (np.array(a, dtype=np.float64) for a in _flatten(state)))
     state_arrays = _flatten(state)
 
+    from mytorch.nn.recurrent import Recurrent          # on use, so importing mytorch imports no cell
+    if lengths is not None and not isinstance(module, Recurrent):
+        raise ValueError("gradcheck: lengths is for sequence layers; a cell runs one step")
+
+    def run():
+        return module.forward(x, state, lengths=lengths) if lengths is not None else module.forward(x, state)
+
     def outputs():
-        result = module.forward(x, state)
-        return _flatten(result)
+        return _flatten(run())
 
     with no_grad():
         weights = [np.random.default_rng(seed).standard_normal(a.shape) for a in outputs()]
@@ -77,9 +84,8 @@ def gradcheck(module, x, state=None, eps=1e-6, seed=0):
     # analytic: one recorded forward, one backward, with the caller's gradients set aside
     saved = {k: g.copy() for k, g in module.grads.items()}
     module.zero_grad()
-    result = module.forward(x, state)
+    result = run()
     d_out = _rebuild(result, iter(weights))
-    from mytorch.nn.recurrent import Recurrent          # on use, so importing mytorch imports no cell
     dx, d_state = module.backward(*d_out) if isinstance(module, Recurrent) else module.backward(d_out)
     analytic = {"x": dx}
     analytic.update(zip(_names(state, "state"), _flatten(d_state) if state is not None else []))

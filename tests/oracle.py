@@ -46,6 +46,18 @@ def step(cell, p, x, state, flags):
         a_z, a_f, a_o = np.split(a, 3, -1)
         z, f, o = a_z, sig(a_f), np.tanh(a_o)
         return (f * h + z * o, x.copy()), {"z": z, "f": f, "o": o}
+    if cell == "LSTMCell":
+        h, c = state
+        a = x @ p["weight_ih"].T + h @ p["weight_hh"].T
+        if "bias_ih" in p:
+            a = a + p["bias_ih"] + p["bias_hh"]
+        a_i, a_f, a_g, a_o = np.split(a, 4, -1)
+        i, f, g, o = sig(a_i), sig(a_f), np.tanh(a_g), sig(a_o)
+        c_new = f * c + i * g
+        h_new = o * np.tanh(c_new)
+        if "weight_hr" in p:
+            h_new = h_new @ p["weight_hr"].T
+        return (h_new, c_new), {"i": i, "f": f, "g": g, "o": o}
     raise KeyError(cell)
 
 

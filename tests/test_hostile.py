@@ -5,7 +5,10 @@ import time
 
 import pytest
 
+from autograder import spec
 from tests.graderkit import check_gradescope, load_results, make_grader_copy, make_submission, run_cli
+
+FULL_1_1_AND_2_1 = spec.PARTS_BY_NUMBER["1.1"].points + spec.PARTS_BY_NUMBER["2.1"].points
 
 FORWARD = "        x, (h,), batched, _ = self._prepare(x, state)\n"
 
@@ -62,7 +65,7 @@ def test_hostile_submission(name, grader, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stdout and "Traceback" not in proc.stderr
     tests = check_gradescope(load_results(results_path))
-    assert tests["1.1"]["score"] == 6, tests["1.1"]["output"]           # the other part is graded in full
+    assert tests["1.1"]["score"] == tests["1.1"]["max_score"], tests["1.1"]["output"]   # graded in full
     assert tests["2.1"]["score"] == 0 and tests["2.1"]["status"] == "failed"
     assert reason in tests["2.1"]["output"], tests["2.1"]["output"]
 
@@ -75,7 +78,7 @@ def test_student_code_cannot_write_the_results(grader, tmp_path):
     assert proc.returncode == 0
     results = load_results(results_path)
     check_gradescope(results)
-    assert results["score"] == 14                                      # the parent's own verdict, written last
+    assert results["score"] == FULL_1_1_AND_2_1                                    # the parent's own verdict, written last
 
 
 def test_editing_reference_data_changes_nothing_now_and_is_caught_next_time(tmp_path):
@@ -85,7 +88,7 @@ def test_editing_reference_data_changes_nothing_now_and_is_caught_next_time(tmp_
     sub = make_submission(tmp_path / "sub", hostile(vandal))
     first = run_cli(["1.1", "2.1", "--submission", sub, "--json", str(tmp_path / "1.json")], cwd=grader)
     assert first.returncode == 0
-    assert load_results(tmp_path / "1.json")["score"] == 14           # references were loaded before any child ran
+    assert load_results(tmp_path / "1.json")["score"] == FULL_1_1_AND_2_1         # references were loaded before any child ran
     second = run_cli(["1.1", "2.1", "--submission", sub, "--json", str(tmp_path / "2.json")], cwd=grader)
     assert second.returncode == 0 and "Traceback" not in second.stdout + second.stderr
     tests = check_gradescope(load_results(tmp_path / "2.json"))
@@ -100,7 +103,7 @@ def test_missing_and_damaged_reference_data(tmp_path):
     proc = run_cli(["1.1", "2.1", "--json", str(tmp_path / "r.json"), "--submission",
                     make_submission(tmp_path / "sub")], cwd=grader)
     tests = check_gradescope(load_results(tmp_path / "r.json"))
-    assert tests["1.1"]["score"] == 6 and tests["2.1"]["score"] == 0
+    assert tests["1.1"]["score"] == tests["1.1"]["max_score"] and tests["2.1"]["score"] == 0
     assert "part_2.1.npz is missing" in tests["2.1"]["output"] and "Traceback" not in proc.stdout + proc.stderr
     os.remove(os.path.join(data, "manifest.json"))
     proc = run_cli(["--json", str(tmp_path / "r2.json"), "--submission", str(tmp_path / "sub")], cwd=grader)

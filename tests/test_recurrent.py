@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 
 import mytorch
-from mytorch.nn import GMU, GRU, RNN, TGRU, GRUBlock, GRUCell, Recurrent
+from mytorch.nn import GMU, GRU, LSTM, RNN, TGRU, GRUBlock, GRUCell, Recurrent
 from tests.conftest import GRADCHECK_TOL
 
-LAYERS = [RNN, GRU, GRUBlock, GMU, TGRU]
+LAYERS = [RNN, GRU, GRUBlock, GMU, TGRU, LSTM]
 layer_ids = [c.__name__ for c in LAYERS]
 
 
@@ -139,7 +139,7 @@ def test_bad_inputs_name_what_is_wrong(rng):
         gru.forward(np.zeros((5, 2, 3), dtype=np.complex128))
     with pytest.raises(ValueError, match="state0 has 3 layers, expected 2"):
         gru.forward(np.zeros((5, 2, 3)), np.zeros((3, 2, 4)))
-    with pytest.raises(ValueError, match=r"layer 0, step 0: GRUCell.forward: state has shape \(3, 4\)"):
+    with pytest.raises(ValueError, match=r"GRU.forward: state0 has shape \(2, 3, 4\), expected \(2, 2, 4\) to match X's batch of 2"):
         gru.forward(np.zeros((5, 2, 3)), np.zeros((2, 3, 4)))
     with pytest.raises(RuntimeError, match="without a matching forward"):
         gru.backward(np.zeros((5, 2, 4)))

@@ -12,7 +12,7 @@ from tests.test_gru_block_ops import kernel_grad
 CELL_PARTS = [p for p in spec.PARTS if p.kind != "sequence"]
 SEQ_PARTS = [p for p in spec.PARTS if p.kind == "sequence"]
 STATE_NAMES = {"RNNCell": ("h",), "GRUCell": ("h",), "GRUBlockCell": ("h",), "GMUCell": ("h", "c"),
-               "TGRUCell": ("h", "m")}
+               "TGRUCell": ("h", "m"), "LSTMCell": ("h", "c")}
 TOL = dict(rtol=1e-5, atol=1e-7)     # finite differences in float64 reach ~1e-9 here
 
 
@@ -22,7 +22,7 @@ def cases(part):
 
 
 def initial_state(config, inputs, params, n_shape, prefix="state"):
-    widths = spec.state_widths(config["cell"], config["I"], config["H"])
+    widths = spec.state_widths(config["cell"], config["I"], config["H"], config["flags"])
     parts = []
     for k, w in enumerate(widths):
         key = f"{prefix}/{k}"
@@ -100,32 +100,57 @@ def test_cell_parts_against_the_oracle(part):
                 np.testing.assert_allclose(expected[f"op/{name}"], value, rtol=1e-12, atol=1e-14)
 
 
+def directions(config):
+    return 2 if config.get("bidirectional") else 1
+
+
+def entry_params(p, k, D):
+    """The parameters of direction entry k (= layer·D + direction), without their suffix."""
+    suffix = f"_l{k // D}" + ("_reverse" if k % D else "")
+    return {name[:-len(suffix)]: v for name, v in p.items() if name.endswith(suffix)}
+
+
+def entry_input_width(config, k):
+    H_out = spec.state_widths(config["cell"], config["I"], config["H"], config["flags"])[0]
+    return config["I"] if k < directions(config) else directions(config) * H_out
+
+
 def sequence_forward(config, inputs, p, X, state0):
-    """The layer, from the oracle's cells: returns (Y time-major, final states per layer)."""
-    cell, L = config["cell"], config["layers"]
-    states, outputs = list(state0), []
-    for t in range(X.shape[0]):
-        inp = X[t]
-        for layer in range(L):
-            lp = {k[:-3]: v for k, v in p.items() if k.endswith(f"_l{layer}")}
-            states[layer], _ = oracle.step(cell, lp, inp, states[layer], config["flags"])
-            inp = states[layer][0]
-        outputs.append(inp)
-    return np.stack(outputs), states
+    """The layer, from the oracle's cells, one direction at a time with per-sequence masks written out:
+    returns (Y time-major, final states per direction entry)."""
+    cell, L, D, T = config["cell"], config["layers"], directions(config), X.shape[0]
+    lengths = config.get("lengths") or [T] * (1 if X.ndim == 2 else X.shape[1])
+    finals, inp = [], X
+    for layer in range(L):
+        outputs = []
+        for direction in range(D):
+            k = layer * D + direction
+            state, Y = list(state0[k]), [None] * T
+            for t in (reversed(range(T)) if direction else range(T)):
+                new, _ = oracle.step(cell, entry_params(p, k, D), inp[t], state, config["flags"])
+                live = np.array([t < length for length in lengths])
+                live = live[0] if X.ndim == 2 else live[:, None]
+                state = [np.where(live, a, b) for a, b in zip(new, state)]
+                Y[t] = np.where(live, new[0], 0.0)
+            outputs.append(np.stack(Y))
+            finals.append(state)
+        inp = np.concatenate(outputs, axis=-1)
+    return inp, finals
 
 
 @pytest.mark.parametrize("part", SEQ_PARTS, ids=lambda p: p.number)
 def test_sequence_parts_against_the_oracle(part):
     for config, inputs, expected in cases(part):
-        p, L, H, I = params_of(inputs), config["layers"], config["H"], config["I"]
+        p, L, H, I = params_of(inputs), config["layers"] * directions(config), config["H"], config["I"]
+        D = directions(config)
         X = inputs["X"].copy()
         time_major = X if X.ndim == 2 or not config["batch_first"] else X.transpose(1, 0, 2)
         dY = inputs["dY"] if X.ndim == 2 or not config["batch_first"] else inputs["dY"].transpose(1, 0, 2)
         n_shape = () if config["n"] is None else (config["n"],)
         state0 = []
-        for layer in range(L):
-            layer_config = dict(config, I=I if layer == 0 else H)
-            lp = {k[:-3]: v for k, v in p.items() if k.endswith(f"_l{layer}")}
+        for layer in range(L):                                        # one entry per direction of each layer
+            layer_config = dict(config, I=entry_input_width(config, layer))
+            lp = entry_params(p, layer, D)
             state0.append(initial_state(layer_config, inputs, lp, n_shape, prefix=f"state0/{layer}"))
             if not any(k.startswith("state0/") for k in inputs):     # trainable: the state comes from params
                 for k in range(len(state0[-1])):
@@ -135,8 +160,8 @@ def test_sequence_parts_against_the_oracle(part):
         def materialise():
             out = []
             for layer, parts in enumerate(state0):
-                lp = {k[:-3]: v for k, v in p.items() if k.endswith(f"_l{layer}")}
-                layer_config = dict(config, I=I if layer == 0 else H)
+                lp = entry_params(p, layer, D)
+                layer_config = dict(config, I=entry_input_width(config, layer))
                 out.append([part if part is not None else initial_state(layer_config, {}, lp, n_shape)[k]
                             for k, part in enumerate(parts)])
             return out
@@ -212,3 +237,41 @@ def test_manifest_lists_every_part():
     manifest = data.read_manifest()
     assert manifest["seed"] == 11785
     assert set(manifest["files"]) == {data.file_name(p.number) for p in spec.PARTS}
+
+
+@needs_torch
+def test_lstm_layer_part_against_torch_packed_sequences():
+    """Part 7.3 against torch.nn.LSTM over pack_padded_sequence (enforce_sorted=False), every array."""
+    import torch
+    from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+    tol = dict(rtol=1e-10, atol=1e-12)
+    for config, inputs, expected in cases(spec.PARTS_BY_NUMBER["7.3"]):
+        L, T, bf, entries = config["layers"], config["steps"], config["batch_first"], 2 * config["layers"]
+        batch_axis = 0 if bf else 1
+
+        def batched(a, axis=batch_axis):
+            """torch's packing needs a batch: an unbatched case becomes a batch of one."""
+            return a if config["n"] is not None else np.expand_dims(a, axis)
+
+        def stacked(prefix, j, grad=False):
+            return torch.tensor(batched(np.stack([inputs[f"{prefix}/{k}/{j}"] for k in range(entries)]), 1),
+                                requires_grad=grad)
+
+        module = torch.nn.LSTM(config["I"], config["H"], num_layers=L, batch_first=bf, bidirectional=True,
+                               proj_size=config["flags"].get("proj_size", 0)).double()
+        p = {k: torch.tensor(v, requires_grad=True) for k, v in params_of(inputs).items()}
+        h0, c0 = stacked("state0", 0, True), stacked("state0", 1, True)
+        X = torch.tensor(batched(inputs["X"]), requires_grad=True)
+        packed = pack_padded_sequence(X, torch.tensor(config["lengths"]), batch_first=bf, enforce_sorted=False)
+        out, (h_n, c_n) = torch.func.functional_call(module, p, (packed, (h0, c0)))
+        Y, _ = pad_packed_sequence(out, batch_first=bf, total_length=T)
+        loss = (Y * torch.tensor(batched(inputs["dY"]))).sum()
+        (loss + (h_n * stacked("d_state_T", 0)).sum() + (c_n * stacked("d_state_T", 1)).sum()).backward()
+        np.testing.assert_allclose(batched(expected["Y"]), Y.detach().numpy(), **tol)
+        np.testing.assert_allclose(batched(expected["dX"]), X.grad.numpy(), **tol)
+        for k in range(entries):
+            for name, final, initial in (("h", h_n, h0), ("c", c_n, c0)):
+                np.testing.assert_allclose(batched(expected[f"state_T/{k}/{name}"], 0), final[k].detach().numpy(), **tol)
+                np.testing.assert_allclose(batched(expected[f"d_state0/{k}/{name}"], 0), initial.grad[k].numpy(), **tol)
+        for name, tensor in p.items():
+            np.testing.assert_allclose(expected[f"grad/{name}"], tensor.grad.numpy(), **tol)

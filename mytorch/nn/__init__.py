@@ -10,7 +10,7 @@ from mytorch.nn.cell import RecurrentCell
 from mytorch.nn.linear import Linear
 from mytorch.nn.loss import CrossEntropyLoss, MSELoss
 from mytorch.nn.module import Module
-from mytorch.nn.recurrent import GMU, GRU, RNN, TGRU, GRUBlock, Recurrent
+from mytorch.nn.recurrent import GMU, GRU, LSTM, RNN, TGRU, GRUBlock, Recurrent
 
 _failed = {}                     # name -> the error its file raised on import
 
@@ -29,7 +29,8 @@ _load("gru_cell", ["GRUCell"])
 _load("gru_block_cell", ["GRUBlockCell", "gru_block_cell", "gru_block_cell_grad"])
 _load("gmu_cell", ["GMUCell"])
 _load("tgru_cell", ["TGRUCell"])
-CELL_NAMES = ("RNNCell", "GRUCell", "GRUBlockCell", "GMUCell", "TGRUCell")
+_load("lstm_cell", ["LSTMCell"])
+CELL_NAMES = ("RNNCell", "GRUCell", "GRUBlockCell", "GMUCell", "TGRUCell", "LSTMCell")
 
 
 def __getattr__(name):
@@ -41,4 +42,4 @@ def __getattr__(name):
 
 
 __all__ = ["init", "Module", "RecurrentCell", "Linear", "MSELoss", "CrossEntropyLoss", "Recurrent", "RNN", "GRU",
-           "GRUBlock", "GMU", "TGRU", "CELLS", "gru_block_cell", "gru_block_cell_grad", *CELL_NAMES]
+           "GRUBlock", "GMU", "TGRU", "LSTM", "CELLS", "gru_block_cell", "gru_block_cell_grad", *CELL_NAMES]

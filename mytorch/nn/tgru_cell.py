@@ -104,6 +104,12 @@ class TGRUCell(RecurrentCell):
             return np.repeat(self.params[param][None], n, axis=0)
         return _draw(keyword, init, self.rng, (n, self.state_widths[k])).astype(self.dtype)
 
+    def initial_state_backward(self, k, d_part):
+        """A sequence layer filled part ``k`` of the state with the initial state: add its gradient (N, width)
+        to the trainable vector it repeats, if it is one (summed over the batch)."""
+        if (self.train_state, self.train_memory)[k]:
+            self.grads[("hidden_state", "memory")[k]] += d_part.sum(axis=0)
+
     @property
     def state_widths(self):
         return (self.hidden_size, self.input_size)
