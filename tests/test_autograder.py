@@ -131,3 +131,18 @@ def test_handin_packs_the_student_files(tmp_path):
     names = tarfile.open(tmp_path / "handin.tar").getnames()
     assert "mytorch/nn/gru_cell.py" in names and "mytorch/__init__.py" in names
     assert not any("__pycache__" in n or "secret" in n for n in names)
+
+
+def test_sequence_parts_grade_the_per_step_loop_not_a_fast_path(tmp_path):
+    """A cell's fast path is never what part 6 grades: the driver turns it off (here it would raise)."""
+    fast = ('    exposed = ("x", "hidden", "r", "z", "n")\n',
+            '    exposed = ("x", "hidden", "r", "z", "n")\n\n'
+            '    def sequence_forward(self, X, state0, lengths=None, reverse=False):\n'
+            '        raise RuntimeError("a fast path the grader must not call")\n')
+    sub = make_submission(tmp_path, [("nn/gru_cell.py", *fast)])
+    result = grade.grade(sub, [spec.PARTS_BY_NUMBER["6.2"]])[0]
+    assert result.score == result.part.points, result.output
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import numpy as np; from mytorch.nn import GRU\n"
+            "GRU(3, 4).forward(np.zeros((2, 1, 3)))")
+    proc = subprocess.run([sys.executable, "-c", code, sub], capture_output=True, text=True)
+    assert "a fast path the grader must not call" in proc.stderr        # outside the grader, it is tried first
