@@ -29,6 +29,8 @@ _load("gru_cell", ["GRUCell"])
 _load("gru_block_cell", ["GRUBlockCell", "gru_block_cell", "gru_block_cell_grad"])
 _load("gmu_cell", ["GMUCell"])
 _load("tgru_cell", ["TGRUCell"])
+_load("ctc", ["ctc_loss", "CTCLoss"])
+_load("ctc_decode", ["greedy_search", "beam_search", "prefix_beam_search"])
 CELL_NAMES = ("RNNCell", "GRUCell", "GRUBlockCell", "GMUCell", "TGRUCell")
 
 
@@ -41,4 +43,5 @@ def __getattr__(name):
 
 
 __all__ = ["init", "Module", "RecurrentCell", "Linear", "MSELoss", "CrossEntropyLoss", "Recurrent", "RNN", "GRU",
-           "GRUBlock", "GMU", "TGRU", "CELLS", "gru_block_cell", "gru_block_cell_grad", *CELL_NAMES]
+           "GRUBlock", "GMU", "TGRU", "CELLS", "gru_block_cell", "gru_block_cell_grad", *CELL_NAMES,
+           "ctc_loss", "CTCLoss", "greedy_search", "beam_search", "prefix_beam_search"]
