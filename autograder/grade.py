@@ -25,6 +25,8 @@ class PartResult:
 
 
 def describe_case(config):
+    if config["kind"] == "ctc":                                # section 8 says its case in words
+        return config["describe"]
     n = config["n"]
     words = ["unbatched" if n is None else f"N={n}", f"I={config['I']}", f"H={config['H']}"]
     if config["kind"] == "sequence":

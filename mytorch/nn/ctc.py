@@ -113,8 +113,8 @@ def log_beta(log_y, ext, skip):
     skip_from = _shift(skip, -2, fill=False)                      # skip_from[s] = skip[s + 2]: s + 2 may jump back to s
     # BEGIN SOLUTION
     lb[T - 1, -2:] = 0.0                                          # end on the last label or the last blank: β = 1
-    for t in range(T - 2, -1, -1):
-        ahead = lb[t + 1] + ly[t + 1]                             # β[t+1, s] y[t+1, ext_s]
+    for t in range(T - 2, -1, -1):                                # ahead[s] = β[t+1, s] y[t+1, ext_s]
+        ahead = lb[t + 1] + ly[t + 1]
         lb[t] = _lse(ahead, _shift(ahead, -1), np.where(skip_from, _shift(ahead, -2), NEG_INF))
     # END SOLUTION
     return lb

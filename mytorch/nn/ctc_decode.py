@@ -80,10 +80,12 @@ def greedy_search(log_probs, blank=0, lengths=None):
 def _prune(blank_end, label_end, beam_width, prune):
     """The hypotheses that survive: both dicts {prefix: log score}, filtered (ties kept)."""
     if prune == "hypothesis":
+        # BEGIN SOLUTION
         scores = sorted(list(blank_end.values()) + list(label_end.values()), reverse=True)
-        cutoff = scores[min(beam_width, len(scores)) - 1]
+        cutoff = scores[min(beam_width, len(scores)) - 1]             # the beam_width-th best, or the last
         return ({p: s for p, s in blank_end.items() if s >= cutoff},
                 {p: s for p, s in label_end.items() if s >= cutoff})
+        # END SOLUTION
     totals = {p: _add(blank_end.get(p, NEG_INF), label_end.get(p, NEG_INF)) for p in {**blank_end, **label_end}}
     cutoff = sorted(totals.values(), reverse=True)[min(beam_width, len(totals)) - 1]
     kept = {p for p, s in totals.items() if s >= cutoff}
