@@ -183,19 +183,22 @@ CATALOGUE += (
             ("8.1", "8.5", "8.6"), SKIP_REPEATS, variant=True),
     Mistake("ctc-alpha-without-skip", CTC, "la[t] = _lse(stay, move, jump) + ly[t]", "la[t] = _lse(stay, move) + ly[t]",
             ("8.2", "8.5", "8.6")),
-    Mistake("ctc-beta-includes-current-y", CTC,
-            "for t in range(T - 2, -1, -1):                                # ahead[s] = β[t+1, s] y[t+1, ext_s]\n"
+    Mistake("ctc-alpha-starts-on-blank-only", CTC, "la[0, ..., :2] = ly[0, ..., :2]", "la[0, ..., :1] = ly[0, ..., :1]",
+            ("8.2", "8.5", "8.6")),
+    Mistake("ctc-beta-includes-current-y", CTC,        # β'[t] = y[t] β[t]: started at y[T−1], y[t] multiplied in
+            "    lb[T - 1] = np.where(final, 0.0, NEG_INF)                     "
+            "# end on the last label or the last blank: β = 1\n"
+            "    for t in range(T - 2, -1, -1):                                # ahead[s] = β[t+1, s] y[t+1, ext_s]\n"
             "        ahead = lb[t + 1] + ly[t + 1]\n"
             "        lb[t] = _lse(",
-            "lb[T - 1] += ly[T - 1]\n"
+            "    lb[T - 1] = np.where(final, ly[T - 1], NEG_INF)\n"
             "    for t in range(T - 2, -1, -1):\n"
             "        ahead = lb[t + 1]\n"
             "        lb[t] = ly[t] + _lse(", ("8.3", "8.5", "8.6"), BETA_WITH_Y, variant=True),
-    Mistake("ctc-beta-end-only-on-blank", CTC, "lb[T - 1, -2:] = 0.0", "lb[T - 1, -1:] = 0.0", ("8.3", "8.5", "8.6")),
-    Mistake("ctc-gamma-not-normalised", CTC, "log_gamma = np.where(np.isneginf(norm), NEG_INF, joint - norm)",
+    Mistake("ctc-gamma-not-normalised", CTC, "log_gamma = joint - np.where(np.isneginf(norm), 0.0, norm)",
             "log_gamma = joint", ("8.4", "8.5", "8.6"), GAMMA_UNNORMALISED, variant=True),
     Mistake("ctc-probability-space-underflow", COURSE,
-            "gamma = np.exp(core.log_posterior(core.log_alpha(log_y, ext, skip), core.log_beta(log_y, ext, skip)))",
+            "gamma = np.exp(core.log_posterior(core.log_alpha(ly, skip), core.log_beta(ly, skip, final)))",
             "gamma = self.ctc.get_posterior_probs(self.ctc.get_forward_probs(y, ext, skip), "
             "self.ctc.get_backward_probs(y, ext, skip))", ("8.5", "8.6"), UNDERFLOW, variant=True),
     Mistake("ctc-loss-sign", COURSE, "total_loss[b] = -np.sum(", "total_loss[b] = np.sum(", ("8.5",), SIGN),

@@ -95,6 +95,28 @@ def test_alpha_beta_gamma_and_loss_match_the_sum_over_every_alignment(shape, tar
         assert joint.sum() == 0
 
 
+def test_a_padded_batch_gives_each_sequence_its_own_loss():
+    """Unequal input and target lengths share one padded lattice: each loss is the brute-force −log P."""
+    rng = np.random.default_rng(21)
+    T, C = 5, 3
+    log_probs = log_softmax(rng.standard_normal((T, 4, C)))
+    targets = np.array([[1, 2, 2], [2, 0, 0], [1, 1, 0], [0, 0, 0]])
+    input_lengths, target_lengths = np.array([5, 3, 4, 2]), np.array([3, 1, 2, 0])
+    losses = ctc_loss(log_probs, targets, input_lengths, target_lengths, reduction="none")
+    for n in range(4):
+        y = np.exp(log_probs[:input_lengths[n], n])
+        P = brute_prefix_probs(y).get(tuple(targets[n, :target_lengths[n]]), 0.0)
+        assert losses[n] == pytest.approx(-math.log(P), rel=1e-12)
+    module = CTCLoss(reduction="sum")
+    module(log_probs, targets, input_lengths, target_lengths)
+    grad = module.backward()
+    for n in range(4):
+        alone = CTCLoss(reduction="sum")
+        alone(log_probs[:input_lengths[n], n], targets[n, :target_lengths[n]], input_lengths[n], target_lengths[n])
+        np.testing.assert_allclose(grad[:input_lengths[n], n], alone.backward(), rtol=1e-12, atol=1e-15)
+        assert (grad[input_lengths[n]:, n] == 0).all()
+
+
 def test_extend_target_with_blank_is_the_courses():
     ext, skip = CTC().extend_target_with_blank(np.array([1, 3, 3, 2]))
     assert ext.tolist() == [0, 1, 0, 3, 0, 3, 0, 2, 0]

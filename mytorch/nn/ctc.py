@@ -12,7 +12,8 @@ The alignments are the paths through ext that at each step stay (s → s), move 
 equal labels the blank is compulsory, or "a a" would collapse to "a".
 
 Everything is in log space, log y[t, c] = log_probs[t, c], so that T = 1000 steps never underflow; lse is
-log-sum-exp. One line per recurrence, each vectorised over s:
+log-sum-exp. One line per recurrence, each vectorised over s (and over the batch: the sequences share one padded
+lattice, built by ``_lattice`` so that the padding changes nothing):
 
     log α[0, s]   = log y[0, ext_s]  for s ∈ {0, 1};  −∞ elsewhere
     log α[t, s]   = lse(log α[t−1, s], log α[t−1, s−1], skip[s] ? log α[t−1, s−2] : −∞) + log y[t, ext_s]
@@ -20,7 +21,7 @@ log-sum-exp. One line per recurrence, each vectorised over s:
     log β[t, s]   = lse(log β[t+1, s]   + log y[t+1, ext_s],
                         log β[t+1, s+1] + log y[t+1, ext_{s+1}],
                         skip[s+2] ? log β[t+1, s+2] + log y[t+1, ext_{s+2}] : −∞)
-    log P         = lse(log α[T−1, S−1], log α[T−1, S−2])  = lse_s(log α[t, s] + log β[t, s]) for every t
+    log P         = lse(log α[T−1, S−1], log α[T−1, S−2])  = lse_s(log α[t, s] + log β[t, s])  for every t
     log γ[t, s]   = log α[t, s] + log β[t, s] − lse_s(log α[t, s] + log β[t, s])       posterior of (t, s)
     loss          = −log P
 
@@ -91,28 +92,35 @@ def extend_target(target, blank=0):
     return ext, skip
 
 
-def log_alpha(log_y, ext, skip):
-    """log α (T, S) of one sequence: log_y (T, C) its log-probabilities, ext and skip from ``extend_target``."""
-    T, S = log_y.shape[0], len(ext)
-    ly = log_y[:, ext]                                            # T,S  log y[t, ext_s]
-    la = np.full((T, S), NEG_INF)
+def final_states(S_lengths, S_max):
+    """(…, S_max) booleans: the states a path may end in, the last label and the last blank of each lattice."""
+    s = np.arange(S_max)
+    S_lengths = np.asarray(S_lengths)[..., None]
+    return (s >= S_lengths - 2) & (s < S_lengths)
+
+
+def log_alpha(ly, skip):
+    """log α (T, …, S): ly[t, …, s] = log y[t, ext_s] (the emissions on the lattice), skip (…, S).
+
+    Leading dimensions after T (a batch) are carried along: every line works on whole rows of states.
+    """
+    la = np.full(ly.shape, NEG_INF)
     # BEGIN SOLUTION
-    la[0, :2] = ly[0, :2]                                         # start on the first blank or the first label
-    for t in range(1, T):
+    la[0, ..., :2] = ly[0, ..., :2]                               # start on the first blank or the first label
+    for t in range(1, len(ly)):
         stay, move, jump = la[t - 1], _shift(la[t - 1], 1), np.where(skip, _shift(la[t - 1], 2), NEG_INF)
         la[t] = _lse(stay, move, jump) + ly[t]
     # END SOLUTION
     return la
 
 
-def log_beta(log_y, ext, skip):
-    """log β (T, S) of one sequence, step t's own y left out (the course's β)."""
-    T, S = log_y.shape[0], len(ext)
-    ly = log_y[:, ext]                                            # T,S
-    lb = np.full((T, S), NEG_INF)
+def log_beta(ly, skip, final):
+    """log β (T, …, S), step t's own y left out (the course's β); ``final`` (…, S) from ``final_states``."""
+    T = len(ly)
+    lb = np.full(ly.shape, NEG_INF)
     skip_from = _shift(skip, -2, fill=False)                      # skip_from[s] = skip[s + 2]: s + 2 may jump back to s
     # BEGIN SOLUTION
-    lb[T - 1, -2:] = 0.0                                          # end on the last label or the last blank: β = 1
+    lb[T - 1] = np.where(final, 0.0, NEG_INF)                     # end on the last label or the last blank: β = 1
     for t in range(T - 2, -1, -1):                                # ahead[s] = β[t+1, s] y[t+1, ext_s]
         ahead = lb[t + 1] + ly[t + 1]
         lb[t] = _lse(ahead, _shift(ahead, -1), np.where(skip_from, _shift(ahead, -2), NEG_INF))
@@ -121,34 +129,19 @@ def log_beta(log_y, ext, skip):
 
 
 def log_posterior(la, lb):
-    """log γ (T, S): log α + log β normalised over s at each step; −∞ everywhere when no alignment exists."""
+    """log γ (T, …, S): log α + log β normalised over s at each step; −∞ everywhere when no alignment exists."""
     # BEGIN SOLUTION
     joint = la + lb                                               # log of Σ over the paths through (t, s)
-    norm = _lse_last(joint)[:, None]                                # T,1  log Σ_s α β  (= log P at every t)
-    log_gamma = np.where(np.isneginf(norm), NEG_INF, joint - norm)
+    norm = _lse_last(joint)[..., None]                            # log Σ_s α β  (= log P at every t)
+    log_gamma = joint - np.where(np.isneginf(norm), 0.0, norm)            # a row of −∞ stays −∞
     # END SOLUTION
     return log_gamma
 
 
 def class_sums(gamma, ext, C):
-    """Σ_{s: ext_s = c} gamma[:, s] for every class c: (T, S) -> (T, C)."""
-    onehot = np.zeros((len(ext), C))
-    onehot[np.arange(len(ext)), ext] = 1.0                        # S,C  ext as rows of the identity
-    return gamma @ onehot
-
-
-def sequence_nll(log_y, target, blank=0):
-    """(−log P, ∂(−log P)/∂log_probs as PyTorch returns it) for one sequence: log_y (T, C), target (L,)."""
-    ext, skip = extend_target(target, blank)
-    la, lb = log_alpha(log_y, ext, skip), log_beta(log_y, ext, skip)
-    # BEGIN SOLUTION
-    nll = -_lse(la[-1, -1], la[-1, -2] if len(ext) > 1 else NEG_INF)
-    if np.isinf(nll):                                             # no alignment: a constant +inf, no direction
-        return np.inf, np.zeros_like(log_y)
-    gamma = np.exp(log_posterior(la, lb))                         # T,S
-    grad = np.exp(log_y) - class_sums(gamma, ext, log_y.shape[1])   # PyTorch's: d/dz of log_softmax(z), see above
-    # END SOLUTION
-    return float(nll), grad
+    """Σ_{s: ext_s = c} gamma[t, …, s] for every class c: (T, …, S) -> (T, …, C); ext (…, S)."""
+    onehot = (ext[..., None] == np.arange(C)).astype(gamma.dtype)    # …,S,C  ext as rows of the identity
+    return np.einsum("t...s,...sc->t...c", gamma, onehot)
 
 
 def _int_array(value, what, name):
@@ -200,18 +193,40 @@ def _prepare(log_probs, targets, input_lengths, target_lengths, blank, name):
     return lp, seqs, input_lengths, batched
 
 
+def _lattice(lp, seqs, input_lengths, blank):
+    """The batch as one padded lattice: (ly (T, N, S_max), ext (N, S_max), skip, final, onehot of ext).
+
+    Padding that changes nothing: extended targets are padded with a class C that no step emits (log y = −∞),
+    so those states are never reached; steps t >= input_lengths[n] emit the blank with probability 1 and
+    nothing else, so a path waits in the last blank, and P (and γ before input_lengths[n]) are unchanged.
+    """
+    T, N, C = lp.shape
+    S_lengths = np.array([2 * len(seq) + 1 for seq in seqs])
+    S_max = S_lengths.max()
+    ext = np.full((N, S_max), C, dtype=np.int64)
+    skip = np.zeros((N, S_max), dtype=bool)
+    for n, seq in enumerate(seqs):
+        ext[n, :S_lengths[n]], skip[n, :S_lengths[n]] = extend_target(seq, blank)
+    padded = np.concatenate([lp, np.full((T, N, 1), NEG_INF)], axis=2)      # T,N,C+1  class C: never emitted
+    waiting = np.arange(T)[:, None] >= input_lengths[None, :]               # T,N  steps past each sequence
+    padded[waiting] = NEG_INF
+    padded[waiting, blank] = 0.0
+    ly = np.take_along_axis(padded, ext[None], axis=2)                      # T,N,S_max
+    return ly, ext, skip, final_states(S_lengths, S_max), waiting
+
+
 def _losses_and_grads(log_probs, targets, input_lengths, target_lengths, blank, zero_infinity, name):
-    """Per-sequence −log P (N,) and each one's gradient (T, N, C); padded steps get zero."""
+    """Per-sequence −log P (N,) and each one's gradient (T, N, C) as PyTorch returns it; padded steps get 0."""
     lp, seqs, input_lengths, batched = _prepare(log_probs, targets, input_lengths, target_lengths, blank, name)
     T, N, C = lp.shape
-    nll = np.zeros(N, dtype=lp.dtype)
-    grad = np.zeros_like(lp)
-    for n in range(N):
-        steps = input_lengths[n]
-        if steps == 0:                                            # no step to align: P = 1 for the empty target
-            nll[n] = 0.0 if len(seqs[n]) == 0 else np.inf
-            continue
-        nll[n], grad[:steps, n] = sequence_nll(lp[:steps, n], seqs[n], blank)
+    ly, ext, skip, final, waiting = _lattice(lp, seqs, input_lengths, blank)
+    la, lb = log_alpha(ly, skip), log_beta(ly, skip, final)
+    # BEGIN SOLUTION
+    nll = -_lse_last(np.where(final, la[-1], NEG_INF))            # N   −log P: the paths that end in a final state
+    gamma = np.exp(log_posterior(la, lb))                         # T,N,S_max
+    grad = np.exp(lp) - class_sums(gamma, ext, C + 1)[..., :C]    # PyTorch's: d/dz of log_softmax(z), see above
+    grad[waiting | np.isinf(nll)[None, :]] = 0.0                  # padded steps; no alignment: a constant +inf
+    # END SOLUTION
     if zero_infinity:
         nll[np.isinf(nll)] = 0.0
     return nll, grad, batched

@@ -52,13 +52,14 @@ class CTC:
         """alpha (T, S): α[0, 0] = y[0, ext_0], α[0, 1] = y[0, ext_1];
         α[t, s] = (α[t−1, s] + α[t−1, s−1] + skip[s] α[t−1, s−2]) · y[t, ext_s]."""
         ext, skip = np.asarray(extended_symbols), np.asarray(skip_connect).astype(bool)
-        return np.exp(core.log_alpha(_log(np.asarray(logits)), ext, skip))
+        return np.exp(core.log_alpha(_log(np.asarray(logits))[:, ext], skip))
 
     def get_backward_probs(self, logits, extended_symbols, skip_connect):
         """beta (T, S), leaving out step t's own y: β[T−1, S−1] = β[T−1, S−2] = 1;
         β[t, s] = β[t+1, s] y[t+1, ext_s] + β[t+1, s+1] y[t+1, ext_{s+1}] + skip[s+2] β[t+1, s+2] y[t+1, ext_{s+2}]."""
         ext, skip = np.asarray(extended_symbols), np.asarray(skip_connect).astype(bool)
-        return np.exp(core.log_beta(_log(np.asarray(logits)), ext, skip))
+        final = core.final_states(len(ext), len(ext))                      # the last two states
+        return np.exp(core.log_beta(_log(np.asarray(logits))[:, ext], skip, final))
 
     def get_posterior_probs(self, alpha, beta):
         """gamma (T, S) = α ⊙ β normalised over s at each t (rows of zeros stay zero)."""
@@ -90,10 +91,11 @@ class CTCLoss:
         for b in range(B):
             y = self.logits[:self.input_lengths[b], b]                      # T_b,C
             ext, skip = core.extend_target(self.target[b, :self.target_lengths[b]], self.BLANK)
-            log_y = _log(y)
+            ly = _log(y)[:, ext]                                            # T_b,S  log y[t, ext_s]
+            final = core.final_states(len(ext), len(ext))
             # BEGIN SOLUTION
-            gamma = np.exp(core.log_posterior(core.log_alpha(log_y, ext, skip), core.log_beta(log_y, ext, skip)))
-            total_loss[b] = -np.sum(gamma * np.where(gamma > 0, log_y[:, ext], 0.0))   # 0 · log 0 counts 0
+            gamma = np.exp(core.log_posterior(core.log_alpha(ly, skip), core.log_beta(ly, skip, final)))
+            total_loss[b] = -np.sum(gamma * np.where(gamma > 0, ly, 0.0))   # 0 · log 0 counts 0
             # END SOLUTION
             self.gammas.append(gamma)
             self.extended_symbols.append(ext)
