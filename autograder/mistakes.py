@@ -214,7 +214,7 @@ CATALOGUE += (
             "new_label[grown] = score + y[c]", ("8.8",), NO_MERGE, variant=True,
             arrays=("log_merged_path_scores/",)),
     Mistake("ctc-beam-drops-ties", DEC, "if s >= cutoff", "if s > cutoff", ("8.8",), TIES_DROPPED, variant=True,
-            count=0, arrays=("log_merged_path_scores/",)),
+            arrays=("log_merged_path_scores/",)),
 )
 HINTED = tuple(m for m in CATALOGUE if m.variant)
 assert len({m.id for m in CATALOGUE}) == len(CATALOGUE)

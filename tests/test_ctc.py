@@ -435,3 +435,20 @@ def test_batched_decoders_with_lengths_and_n_best():
     assert len(paths) == N == len(probs)
     with pytest.raises(ValueError, match="beam_width must be a positive integer"):
         prefix_beam_search(log_probs[:, 0], 0)
+
+
+@pytest.mark.parametrize("where", ["repository", "elsewhere"])
+def test_the_courses_imports_work(where, tmp_path):
+    """The course's tests put mytorch/ on the path and import CTC and CTCDecoding as top-level modules."""
+    import os
+    import subprocess
+    import sys
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    code = ("import sys; sys.path.append(sys.argv[1]); from CTC import CTC, CTCLoss; "
+            "from CTCDecoding import GreedySearchDecoder, BeamSearchDecoder; import numpy as np; "
+            "print(GreedySearchDecoder(['a']).decode(np.array([[0.2, 0.9], [0.8, 0.1]])[:, :, None]))")
+    cwd = repo if where == "repository" else str(tmp_path)
+    out = subprocess.run([sys.executable, "-c", code, os.path.join(repo, "mytorch")], cwd=cwd, capture_output=True,
+                         text=True, env=dict(os.environ, PYTHONPATH=""))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == str(('a', 0.9 * 0.8))           # a running product, as the course computes it

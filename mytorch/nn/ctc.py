@@ -35,9 +35,9 @@ The gradient: P is a sum over paths of Π_t y[t, π_t], so ∂P/∂log y[t, c] =
     ∂(−log P)/∂log y[t, c] = −Σ_{s: ext_s = c} γ[t, s]
 
 PyTorch returns instead exp(log y[t, c]) − Σ_{s: ext_s = c} γ[t, s]: the gradient with respect to the logits z
-of log_probs = log_softmax(z), written onto log_probs. Through a log_softmax the two agree (the extra term sums
-to 1 over c, as γ does, and log_softmax's backward removes any part that is constant over c), so training is
-the same; on log_probs that do not sum to 1 they differ, and this module returns what PyTorch's autograd returns.
+of log_probs = log_softmax(z), written onto log_probs. Through a log_softmax the two agree: its backward,
+g ↦ g − softmax(z) Σ_c g_c, sends the extra term exp(log y) = softmax(z) to zero, so training is the same. On
+log_probs that do not sum to 1 they differ, and this module returns what PyTorch's autograd returns.
 
 Impossible alignments (L + number of repeated neighbours > T, so P = 0): the loss is inf, or 0 with
 ``zero_infinity=True``; the gradient of that sequence is 0 either way (PyTorch gives NaN without

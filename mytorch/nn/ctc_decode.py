@@ -83,8 +83,7 @@ def _prune(blank_end, label_end, beam_width, prune):
         # BEGIN SOLUTION
         scores = sorted(list(blank_end.values()) + list(label_end.values()), reverse=True)
         cutoff = scores[min(beam_width, len(scores)) - 1]             # the beam_width-th best, or the last
-        return ({p: s for p, s in blank_end.items() if s >= cutoff},
-                {p: s for p, s in label_end.items() if s >= cutoff})
+        return tuple({p: s for p, s in hypotheses.items() if s >= cutoff} for hypotheses in (blank_end, label_end))
         # END SOLUTION
     totals = {p: _add(blank_end.get(p, NEG_INF), label_end.get(p, NEG_INF)) for p in {**blank_end, **label_end}}
     cutoff = sorted(totals.values(), reverse=True)[min(beam_width, len(totals)) - 1]
