@@ -371,14 +371,23 @@ def test_wide_beam_is_exact(seed, prune):
     assert [s for _, s in ranked] == sorted((s for _, s in ranked), reverse=True)
 
 
-def course_beam_reference(y, symbols, beam_width):
-    """The course's pseudocode, written out in probability space with dicts: prune (ties kept), extend, merge."""
+def course_beam_reference(y, symbols, beam_width, prune="hypothesis"):
+    """The course's pseudocode, written out in probability space with dicts: prune (ties kept), extend, merge.
+    With prune='prefix', each prefix is ranked by the sum of its two hypotheses instead."""
     blank_paths, symbol_paths = {"": y[0, 0]}, {s: y[0, k + 1] for k, s in enumerate(symbols)}
     for t in range(1, len(y)):
-        scores = sorted(list(blank_paths.values()) + list(symbol_paths.values()), reverse=True)
+        if prune == "hypothesis":
+            ranked = {("b", p): v for p, v in blank_paths.items()} | {("s", p): v for p, v in symbol_paths.items()}
+        else:
+            ranked = {p: blank_paths.get(p, 0.0) + symbol_paths.get(p, 0.0) for p in {*blank_paths, *symbol_paths}}
+        scores = sorted(ranked.values(), reverse=True)
         cutoff = scores[beam_width - 1] if beam_width < len(scores) else scores[-1]
-        blank_paths = {p: v for p, v in blank_paths.items() if v >= cutoff}
-        symbol_paths = {p: v for p, v in symbol_paths.items() if v >= cutoff}
+        if prune == "hypothesis":
+            blank_paths = {p: v for p, v in blank_paths.items() if v >= cutoff}
+            symbol_paths = {p: v for p, v in symbol_paths.items() if v >= cutoff}
+        else:
+            blank_paths = {p: v for p, v in blank_paths.items() if ranked[p] >= cutoff}
+            symbol_paths = {p: v for p, v in symbol_paths.items() if ranked[p] >= cutoff}
         new_blank = {}
         for p, v in list(blank_paths.items()) + list(symbol_paths.items()):
             new_blank[p] = new_blank.get(p, 0.0) + v * y[t, 0]
@@ -407,6 +416,15 @@ def test_course_beam_search_follows_the_pruning_rule(seed, beam_width):
     best_ref, merged_ref = course_beam_reference(y, symbols, beam_width)
     assert best == best_ref
     assert merged == pytest.approx(merged_ref, rel=1e-12)
+
+
+@pytest.mark.parametrize("beam_width", [1, 2, 4])
+def test_prefix_pruning_narrow_beam(beam_width):
+    rng = np.random.default_rng(200 + beam_width)
+    y = random_probs(rng, 9, 4)
+    ranked = prefix_beam_search(np.log(y), beam_width, prune="prefix")
+    _, merged_ref = course_beam_reference(y, ["a", "b", "c"], beam_width, prune="prefix")
+    assert {"".join("abc"[c - 1] for c in p): math.exp(s) for p, s in ranked} == pytest.approx(merged_ref, rel=1e-12)
 
 
 def test_ties_are_kept_when_pruning():
@@ -452,3 +470,10 @@ def test_the_courses_imports_work(where, tmp_path):
                          text=True, env=dict(os.environ, PYTHONPATH=""))
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == str(('a', 0.9 * 0.8))           # a running product, as the course computes it
+
+
+def test_course_loss_names_bad_shapes():
+    with pytest.raises(ValueError, match=r"logits \(4, 3\) and target \(2, 1\) must be \(T, B, C\)"):
+        CourseCTCLoss()(np.ones((4, 3)), np.ones((2, 1), dtype=np.int64), [4, 4], [1, 1])
+    with pytest.raises(ValueError, match=r"must both be \(2,\), one per sequence"):
+        CourseCTCLoss()(np.ones((4, 2, 3)) / 3, np.ones((2, 1), dtype=np.int64), [4], [1, 1])

@@ -85,7 +85,13 @@ class CTCLoss:
     def forward(self, logits, target, input_lengths, target_lengths):
         self.logits, self.target = np.asarray(logits), np.asarray(target)
         self.input_lengths, self.target_lengths = np.asarray(input_lengths), np.asarray(target_lengths)
+        if self.logits.ndim != 3 or self.target.ndim != 2 or len(self.target) != self.logits.shape[1]:
+            raise ValueError(f"CTCLoss.forward: logits {self.logits.shape} and target {self.target.shape} must be "
+                             "(T, B, C) and (B, max target length)")
         B = self.logits.shape[1]
+        if self.input_lengths.shape != (B,) or self.target_lengths.shape != (B,):
+            raise ValueError(f"CTCLoss.forward: input_lengths {self.input_lengths.shape} and target_lengths "
+                             f"{self.target_lengths.shape} must both be ({B},), one per sequence")
         total_loss = np.zeros(B)
         self.gammas, self.extended_symbols = [], []
         for b in range(B):
