@@ -198,7 +198,8 @@ def select_parts(requested):
         matches = [p for p in PARTS if p.number == name or p.number.split(".")[0] == name]
         if not matches:
             known = ", ".join(p.number for p in PARTS)
-            raise ValueError(f"unknown part {name!r}: the parts are {known} (or a section number 1-6)")
+            sections = ", ".join(SECTIONS)
+            raise ValueError(f"unknown part {name!r}: the parts are {known} (or a section number: {sections})")
         chosen += [p for p in matches if p not in chosen]
     return chosen
 
