@@ -272,9 +272,9 @@ def course_batch(rng, T=6, C=4):
     return y, target, np.array([T, T - 1, T - 3]), np.array([3, 2, 1])
 
 
-def course_nll_sum(y, target, input_lengths, target_lengths):
+def course_nll_sum(y, target, input_lengths, target_lengths, blank=0):
     """Σ_b −log P_b from the course's own α (probability space): what its backward differentiates."""
-    ctc, total = CTC(), 0.0
+    ctc, total = CTC(BLANK=blank), 0.0
     for b in range(y.shape[1]):
         ext, skip = ctc.extend_target_with_blank(target[b, :target_lengths[b]])
         alpha = ctc.get_forward_probs(y[:input_lengths[b], b], ext, skip)
@@ -282,11 +282,14 @@ def course_nll_sum(y, target, input_lengths, target_lengths):
     return total
 
 
-def test_course_backward_is_the_gradient_of_the_negative_log_likelihood():
+@pytest.mark.parametrize("blank", [0, 3])
+def test_course_backward_is_the_gradient_of_the_negative_log_likelihood(blank):
     """dY = −Σ γ / y is ∂(Σ_b −log P_b)/∂y (not divided by B): centred differences agree to 1e-8."""
     rng = np.random.default_rng(11)
     y, target, input_lengths, target_lengths = course_batch(rng)
-    loss = CourseCTCLoss()
+    if blank:
+        target = np.where(target == blank, 0, target)                 # label 3 becomes 0: the blank is 3 now
+    loss = CourseCTCLoss(BLANK=blank)
     loss(y, target, input_lengths, target_lengths)
     dY = loss.backward()
     eps, numeric = 1e-7, np.zeros_like(y)
@@ -294,8 +297,8 @@ def test_course_backward_is_the_gradient_of_the_negative_log_likelihood():
         plus, minus = y.copy(), y.copy()
         plus[index] += eps
         minus[index] -= eps
-        numeric[index] = (course_nll_sum(plus, target, input_lengths, target_lengths)
-                          - course_nll_sum(minus, target, input_lengths, target_lengths)) / (2 * eps)
+        numeric[index] = (course_nll_sum(plus, target, input_lengths, target_lengths, blank)
+                          - course_nll_sum(minus, target, input_lengths, target_lengths, blank)) / (2 * eps)
     assert np.abs(dY - numeric).max() < 1e-6 * max(1.0, np.abs(numeric).max())
     assert (dY[input_lengths[2]:, 2] == 0).all()
 
