@@ -245,6 +245,18 @@ def test_unbatched_input_and_none_reduction_with_upstream_gradient():
     assert np.abs(module.backward(weights) - x.grad.numpy()).max() <= 1e-9
 
 
+@needs_torch
+def test_float32_stays_float32_and_agrees_with_torch():
+    rng = np.random.default_rng(9)
+    log_probs, padded, lengths, target_lengths = batch_case(rng, T=30)
+    log_probs = log_probs.astype(np.float32)
+    expected, expected_grad = torch_ctc(log_probs, padded, lengths, target_lengths)
+    module = CTCLoss()
+    assert module(log_probs, padded, lengths, target_lengths) == pytest.approx(float(expected), rel=1e-5)
+    grad = module.backward()
+    assert grad.dtype == np.float32 and np.abs(grad - expected_grad).max() < 1e-5
+
+
 @pytest.mark.parametrize("bad, message", [
     (dict(targets=np.array([[1, 0, 2]])), "labels must lie in"),
     (dict(input_lengths=[9]), "input_lengths [9] must lie in [0, T=6]"),

@@ -104,7 +104,7 @@ def log_alpha(ly, skip):
 
     Leading dimensions after T (a batch) are carried along: every line works on whole rows of states.
     """
-    la = np.full(ly.shape, NEG_INF)
+    la = np.full_like(ly, NEG_INF)
     # BEGIN SOLUTION
     la[0, ..., :2] = ly[0, ..., :2]                               # start on the first blank or the first label
     for t in range(1, len(ly)):
@@ -117,7 +117,7 @@ def log_alpha(ly, skip):
 def log_beta(ly, skip, final):
     """log β (T, …, S), step t's own y left out (the course's β); ``final`` (…, S) from ``final_states``."""
     T = len(ly)
-    lb = np.full(ly.shape, NEG_INF)
+    lb = np.full_like(ly, NEG_INF)
     skip_from = _shift(skip, -2, fill=False)                      # skip_from[s] = skip[s + 2]: s + 2 may jump back to s
     # BEGIN SOLUTION
     lb[T - 1] = np.where(final, 0.0, NEG_INF)                     # end on the last label or the last blank: β = 1
@@ -207,7 +207,7 @@ def _lattice(lp, seqs, input_lengths, blank):
     skip = np.zeros((N, S_max), dtype=bool)
     for n, seq in enumerate(seqs):
         ext[n, :S_lengths[n]], skip[n, :S_lengths[n]] = extend_target(seq, blank)
-    padded = np.concatenate([lp, np.full((T, N, 1), NEG_INF)], axis=2)      # T,N,C+1  class C: never emitted
+    padded = np.concatenate([lp, np.full((T, N, 1), NEG_INF, dtype=lp.dtype)], axis=2)      # T,N,C+1  class C: never emitted
     waiting = np.arange(T)[:, None] >= input_lengths[None, :]               # T,N  steps past each sequence
     padded[waiting] = NEG_INF
     padded[waiting, blank] = 0.0
@@ -301,5 +301,5 @@ class CTCLoss:
             raise RuntimeError("CTCLoss.backward: called without a matching forward")
         (grad, scale, batched), self._cache = self._cache, None
         upstream = np.broadcast_to(np.asarray(grad_output, dtype=grad.dtype).reshape(-1), scale.shape)
-        out = grad * (scale * upstream)[None, :, None]
+        out = grad * (scale * upstream).astype(grad.dtype)[None, :, None]          # float32 in, float32 out
         return out if batched else out[:, 0]
