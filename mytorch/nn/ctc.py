@@ -85,7 +85,7 @@ def extend_target(target, blank=0):
     S = 2 * len(target) + 1
     ext = np.full(S, blank, dtype=np.int64)
     skip = np.zeros(S, dtype=bool)
-    # BEGIN SOLUTION
+    # BEGIN SOLUTION fill ext (labels at the odd positions) and skip (a label that differs from the one two back)
     ext[1::2] = target                                            # labels at the odd positions
     skip[3::2] = target[1:] != target[:-1]                        # a label may skip the blank before it if it differs
     # END SOLUTION
@@ -105,7 +105,7 @@ def log_alpha(ly, skip):
     Leading dimensions after T (a batch) are carried along: every line works on whole rows of states.
     """
     la = np.full_like(ly, NEG_INF)
-    # BEGIN SOLUTION
+    # BEGIN SOLUTION fill la: log α at step 0, then one line per step over all states (stay, move, skip)
     la[0, ..., :2] = ly[0, ..., :2]                               # start on the first blank or the first label
     for t in range(1, len(ly)):
         stay, move, jump = la[t - 1], _shift(la[t - 1], 1), np.where(skip, _shift(la[t - 1], 2), NEG_INF)
@@ -119,7 +119,7 @@ def log_beta(ly, skip, final):
     T = len(ly)
     lb = np.full_like(ly, NEG_INF)
     skip_from = _shift(skip, -2, fill=False)                      # skip_from[s] = skip[s + 2]: s + 2 may jump back to s
-    # BEGIN SOLUTION
+    # BEGIN SOLUTION fill lb: log β = 0 in the final states at T − 1, then one line per step backwards
     lb[T - 1] = np.where(final, 0.0, NEG_INF)                     # end on the last label or the last blank: β = 1
     for t in range(T - 2, -1, -1):                                # ahead[s] = β[t+1, s] y[t+1, ext_s]
         ahead = lb[t + 1] + ly[t + 1]
@@ -221,7 +221,7 @@ def _losses_and_grads(log_probs, targets, input_lengths, target_lengths, blank, 
     T, N, C = lp.shape
     ly, ext, skip, final, waiting = _lattice(lp, seqs, input_lengths, blank)
     la, lb = log_alpha(ly, skip), log_beta(ly, skip, final)
-    # BEGIN SOLUTION
+    # BEGIN SOLUTION compute nll (N,) = −log P and grad (T, N, C) as PyTorch returns it, zero where no path helps
     nll = -_lse_last(np.where(final, la[-1], NEG_INF))            # N   −log P: the paths that end in a final state
     gamma = np.exp(log_posterior(la, lb))                         # T,N,S_max
     grad = np.exp(lp) - class_sums(gamma, ext, C + 1)[..., :C]    # PyTorch's: d/dz of log_softmax(z), see above

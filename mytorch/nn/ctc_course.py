@@ -99,7 +99,7 @@ class CTCLoss:
             ext, skip = core.extend_target(self.target[b, :self.target_lengths[b]], self.BLANK)
             ly = _log(y)[:, ext]                                            # T_b,S  log y[t, ext_s]
             final = core.final_states(len(ext), len(ext))
-            # BEGIN SOLUTION
+            # BEGIN SOLUTION compute gamma from log α and log β (log space), and total_loss[b] = −Σ γ log y[t, ext_s]
             gamma = np.exp(core.log_posterior(core.log_alpha(ly, skip), core.log_beta(ly, skip, final)))
             total_loss[b] = -np.sum(gamma * np.where(gamma > 0, ly, 0.0))   # 0 · log 0 counts 0
             # END SOLUTION
@@ -112,7 +112,7 @@ class CTCLoss:
         dY = np.zeros_like(self.logits, dtype=np.float64)
         for b, (gamma, ext) in enumerate(zip(self.gammas, self.extended_symbols)):
             y = self.logits[:self.input_lengths[b], b]                      # T_b,C
-            # BEGIN SOLUTION
+            # BEGIN SOLUTION fill dY[:len(y), b] with −Σ_{s: ext_s = c} γ[t, s] / y[t, c]
             with np.errstate(divide="ignore", invalid="ignore"):
                 ratio = np.where(gamma > 0, gamma / y[:, ext], 0.0)         # γ[t, s] / y[t, ext_s]
             dY[:len(y), b] = -core.class_sums(ratio, ext, y.shape[1])       # summed over the s with ext_s = c

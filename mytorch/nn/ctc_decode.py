@@ -37,7 +37,7 @@ def _add(a, b):
 
 def collapse(path, blank=0):
     """The prefix an alignment collapses to: merge repeated classes, then drop blanks (in this order)."""
-    # BEGIN SOLUTION
+    # BEGIN SOLUTION return the tuple of labels: merge repeated classes first, then drop blanks
     merged = [c for k, c in enumerate(path) if k == 0 or c != path[k - 1]]
     return tuple(int(c) for c in merged if c != blank)
     # END SOLUTION
@@ -79,23 +79,23 @@ def greedy_search(log_probs, blank=0, lengths=None):
 
 def _prune(blank_end, label_end, beam_width, prune):
     """The hypotheses that survive: both dicts {prefix: log score}, filtered (ties kept)."""
+    # BEGIN SOLUTION keep every hypothesis (prune="hypothesis") or every prefix by b + n (prune="prefix") whose score is >= the beam_width-th best
     if prune == "hypothesis":
-        # BEGIN SOLUTION
         scores = sorted(list(blank_end.values()) + list(label_end.values()), reverse=True)
         cutoff = scores[min(beam_width, len(scores)) - 1]             # the beam_width-th best, or the last
         return tuple({p: s for p, s in hypotheses.items() if s >= cutoff} for hypotheses in (blank_end, label_end))
-        # END SOLUTION
     totals = {p: _add(blank_end.get(p, NEG_INF), label_end.get(p, NEG_INF)) for p in {**blank_end, **label_end}}
     cutoff = sorted(totals.values(), reverse=True)[min(beam_width, len(totals)) - 1]
-    kept = {p for p, s in totals.items() if s >= cutoff}
+    kept = {p for p, s in totals.items() if s >= cutoff}                 # whole prefixes, ranked by b + n
     return ({p: s for p, s in blank_end.items() if p in kept}, {p: s for p, s in label_end.items() if p in kept})
+    # END SOLUTION
 
 
 def _extend(blank_end, label_end, y, blank):
     """One step of prefix beam search: the new (blank_end, label_end) after reading log-probabilities y (C,)."""
     labels = [c for c in range(len(y)) if c != blank]
     new_blank, new_label = {}, {}
-    # BEGIN SOLUTION
+    # BEGIN SOLUTION fill new_blank and new_label (extend by a blank, by the last label, by another label; add what meets)
     for hypotheses in (blank_end, label_end):                     # any hypothesis + ∅ ends in a blank
         for prefix, score in hypotheses.items():
             new_blank[prefix] = _add(new_blank.get(prefix, NEG_INF), score + y[blank])
