@@ -165,6 +165,89 @@ def _put_layer_state(out, prefix, names, states, entries, form):
         out.record.put_state(f"{prefix}/{k}/", names, tuple(state) if len(names) > 1 else state)
 
 
+# ---- section 8, CTC through CMU 11-785's course interface (mytorch/nn/ctc_course.py)
+
+def _as_number(value):
+    """A Python or NumPy scalar (or a one-entry float array) as a float64 array of shape (1,); anything else
+    unchanged (the parent judges its type)."""
+    if isinstance(value, (float, int, np.floating, np.integer)) and not isinstance(value, bool):
+        return np.array([float(value)])
+    if type(value) is np.ndarray and value.size == 1 and value.dtype.kind == "f":
+        return value.astype(np.float64).reshape(1)
+    return value
+
+
+def _as_log(value):
+    """The log of a probability, so that the parent's tolerance means a relative one on tiny products of
+    probabilities (a path of 20 steps has probability ~1e-9, below any absolute tolerance)."""
+    value = _as_number(value)
+    if type(value) is np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.log(value)
+    return value
+
+
+def _as_labels(value):
+    """An integer or boolean array as int64 (the course builds these from Python lists); else unchanged."""
+    if isinstance(value, (list, tuple)):
+        try:
+            value = np.array(value)
+        except Exception:
+            return value
+    if type(value) is np.ndarray and value.dtype.kind in "iub":
+        return value.astype(np.int64)
+    return value
+
+
+def _encode_path(value, symbol_set, steps):
+    """A decoded string as its symbols' indices (a=1, b=2, …; -1 for any other character) padded with 0 to the
+    ``steps`` it could at most hold, so that only arrays reach the parent and paths of any length compare."""
+    if type(value) is not str or len(value) > steps:
+        return value
+    codes = [symbol_set.index(ch) + 1 if ch in symbol_set else -1 for ch in value]
+    return np.array(codes + [0] * (steps - len(codes)), dtype=np.int64)
+
+
+def ctc_case(mytorch, config, inputs, out):
+    import importlib
+
+    course = importlib.import_module("mytorch.nn.ctc_course")
+    task, put = config["task"], out.record.put
+    if task == "extend":
+        ext, skip = course.CTC(BLANK=config["blank"]).extend_target_with_blank(inputs["target"])
+        put("extended_symbols", _as_labels(ext))
+        put("skip_connect", _as_labels(skip))
+    elif task in ("alpha", "beta"):
+        method = "get_forward_probs" if task == "alpha" else "get_backward_probs"
+        put(task, getattr(course.CTC(), method)(inputs["logits"], inputs["extended_symbols"], inputs["skip_connect"]))
+    elif task == "gamma":
+        put("gamma", course.CTC().get_posterior_probs(inputs["alpha"], inputs["beta"]))
+    elif task in ("loss", "loss_backward"):
+        loss = course.CTCLoss(BLANK=0)
+        value = loss(inputs["logits"], inputs["target"], inputs["input_lengths"], inputs["target_lengths"])
+        if task == "loss":
+            put("loss", _as_number(value))
+        else:
+            put("dY", loss.backward())
+    elif task == "greedy":
+        symbols = config["symbol_set"]
+        path, prob = course.GreedySearchDecoder(symbols).decode(inputs["y_probs"])
+        put("decoded_path", _encode_path(path, symbols, inputs["y_probs"].shape[1]))
+        put("log_path_prob", _as_log(prob))
+    elif task == "beam":
+        symbols = config["symbol_set"]
+        best, scores = course.BeamSearchDecoder(symbols, config["beam_width"]).decode(inputs["y_probs"])
+        put("best_path", _encode_path(best, symbols, inputs["y_probs"].shape[1]))
+        if type(scores) is not dict:
+            put("merged_path_scores", scores)
+            return
+        put("merged_path_count", np.array([len(scores)], dtype=np.int64))
+        for key, score in scores.items():                 # keys made of the symbols alone, and not too many
+            if type(key) is str and len(key) <= inputs["y_probs"].shape[1] and set(key) <= set(symbols) \
+                    and len(out.record.arrays) < 5000:
+                put(f"log_merged_path_scores/{key or '(empty)'}", _as_log(score))
+
+
 class CaseResult:
     def __init__(self):
         self.record = Recorder()
@@ -189,7 +272,7 @@ def run_case(mytorch, root, config, inputs):
     result = CaseResult()
     originals = {k: v.copy() for k, v in inputs.items()}
     try:
-        (sequence_case if config["kind"] == "sequence" else cell_case)(mytorch, config, inputs, result)
+        {"sequence": sequence_case, "ctc": ctc_case}.get(config["kind"], cell_case)(mytorch, config, inputs, result)
     except NotImplementedError as error:
         result.status, result.error = "not_implemented", str(error)
         result.where = where_in(error, root)

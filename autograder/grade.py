@@ -25,6 +25,8 @@ class PartResult:
 
 
 def describe_case(config):
+    if config["kind"] == "ctc":                                # section 8 says its case in words
+        return config["describe"]
     n = config["n"]
     words = ["unbatched" if n is None else f"N={n}", f"I={config['I']}", f"H={config['H']}"]
     if config["kind"] == "sequence":
@@ -67,6 +69,7 @@ def judge_case(k, config, expected, variants, report, arrays, verbose):
             failures.append(verdict.message + "".join(f"\n  Hint: {h}" for h in verdict.hints))
     if not failures:
         return True, [f"{header}: passed"] if verbose else []
+    failures.sort(key=lambda message: "Hint:" not in message)        # those that say what went wrong first
     shown = failures if verbose else failures[:3]
     more = [] if len(shown) == len(failures) else [f"  … and {len(failures) - len(shown)} more arrays differ "
                                                    "(--verbose shows all)"]

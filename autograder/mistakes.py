@@ -19,6 +19,7 @@ class Mistake:
     hint: str = ""               # text the grader's output must contain ('' for none expected)
     variant: bool = False        # the generator stores this mistake's outputs, and ``hint`` is the text to show
     count: int = 1               # occurrences to replace; 0 = all
+    arrays: tuple = ()           # the generator stores only outputs whose names start so ('' = every output)
 
     def apply(self, root):
         path = os.path.join(root, "mytorch", self.path)
@@ -66,9 +67,30 @@ BATCH_MEAN = "divided by the batch size"
 MATMUL = "`@` is a matrix product"
 FLOAT32 = "converts to float32"
 
+SKIP_REPEATS = ("these values are what allowing a skip between two EQUAL labels would give: skip_connect[s] is 1 only "
+                "where a label differs from the one two places before; between repeated labels the blank is compulsory, "
+                "or 'a a' would collapse to 'a'")
+BETA_WITH_Y = ("these values are what a beta that includes the current step's y would give: the course's β[t, s] "
+               "leaves y[t] out (β[T−1, S−1] = β[T−1, S−2] = 1, and y[t+1] enters β[t]), so that α ⊙ β counts y[t] once")
+GAMMA_UNNORMALISED = ("these values are what α ⊙ β without the normalisation would give: γ[t, s] = α[t, s] β[t, s] "
+                      "divided by Σ_s α[t, s] β[t, s] at each t")
+UNDERFLOW = ("these values are what computing α and β in probability space would give on this long sequence: their "
+             "products underflow to 0 (P is below 1e-308), so γ is lost. Keep log α and log β (log-sum-exp) and "
+             "normalise γ in log space")
+NO_MERGE = ("these scores are what overwriting instead of adding would give: when two hypotheses reach the same "
+            "prefix (a symbol-ending path extended by its own last symbol, or a blank-ending one by a new symbol), "
+            "ADD their probabilities")
+BLANKS_FIRST = ("this is what dropping blanks BEFORE merging repeats would give: merge repeated symbols first, then "
+                "drop blanks, so that 'a - a' decodes to 'aa' and 'a a' to 'a'")
+TIES_DROPPED = ("these are the scores of a beam that keeps only hypotheses strictly above the cutoff: keep every "
+                "hypothesis whose score is at least (>=) the beam_width-th best score")
+DY_BY_BATCH = ("dY is the expected gradient divided by the batch size: the course's backward returns "
+               "−Σ γ / y for each sequence, not divided by B, although its forward is a mean over the batch")
+
 RNN, GRU, GB, GMU, TGRU, SEQ = "nn/rnn_cell.py", "nn/gru_cell.py", "nn/gru_block_cell.py", "nn/gmu_cell.py", \
     "nn/tgru_cell.py", "nn/recurrent.py"
 LSTM = "nn/lstm_cell.py"
+CTC, DEC, COURSE = "nn/ctc.py", "nn/ctc_decode.py", "nn/ctc_course.py"
 ALL_SEQ = ("6.1", "6.2", "6.3", "6.4", "6.5", "7.3")
 
 CATALOGUE = (
@@ -185,6 +207,45 @@ CATALOGUE = (
             "self._route(live[t], d_state, 0.0)", ALL_SEQ),
     Mistake("seq-ignores-lengths", SEQ, "state = self._keep(live[t], new, state)", "state = new", ("7.3",),
             IGNORES_LENGTHS, variant=True),
+)
+CATALOGUE += (
+    # ---- CTC (section 8)
+    Mistake("ctc-skip-between-repeats", CTC, "skip[3::2] = target[1:] != target[:-1]", "skip[3::2] = True",
+            ("8.1", "8.5", "8.6"), SKIP_REPEATS, variant=True),
+    Mistake("ctc-alpha-without-skip", CTC, "la[t] = _lse(stay, move, jump) + ly[t]", "la[t] = _lse(stay, move) + ly[t]",
+            ("8.2", "8.5", "8.6")),
+    Mistake("ctc-alpha-starts-on-blank-only", CTC, "la[0, ..., :2] = ly[0, ..., :2]", "la[0, ..., :1] = ly[0, ..., :1]",
+            ("8.2", "8.5", "8.6")),
+    Mistake("ctc-beta-includes-current-y", CTC,        # β'[t] = y[t] β[t]: started at y[T−1], y[t] multiplied in
+            "    lb[T - 1] = np.where(final, 0.0, NEG_INF)                     "
+            "# end on the last label or the last blank: β = 1\n"
+            "    for t in range(T - 2, -1, -1):                                # ahead[s] = β[t+1, s] y[t+1, ext_s]\n"
+            "        ahead = lb[t + 1] + ly[t + 1]\n"
+            "        lb[t] = _lse(",
+            "    lb[T - 1] = np.where(final, ly[T - 1], NEG_INF)\n"
+            "    for t in range(T - 2, -1, -1):\n"
+            "        ahead = lb[t + 1]\n"
+            "        lb[t] = ly[t] + _lse(", ("8.3", "8.5", "8.6"), BETA_WITH_Y, variant=True),
+    Mistake("ctc-gamma-not-normalised", CTC, "log_gamma = joint - np.where(np.isneginf(norm), 0.0, norm)",
+            "log_gamma = joint", ("8.4", "8.5", "8.6"), GAMMA_UNNORMALISED, variant=True),
+    Mistake("ctc-probability-space-underflow", COURSE,
+            "gamma = np.exp(core.log_posterior(core.log_alpha(ly, skip), core.log_beta(ly, skip, final)))",
+            "gamma = self.ctc.get_posterior_probs(self.ctc.get_forward_probs(y, ext, skip), "
+            "self.ctc.get_backward_probs(y, ext, skip))", ("8.5", "8.6"), UNDERFLOW, variant=True),
+    Mistake("ctc-loss-sign", COURSE, "total_loss[b] = -np.sum(", "total_loss[b] = np.sum(", ("8.5",), SIGN),
+    Mistake("ctc-backward-divided-by-batch", COURSE, "dY[:len(y), b] = -core.class_sums(ratio, ext, y.shape[1])",
+            "dY[:len(y), b] = -core.class_sums(ratio, ext, y.shape[1]) / len(self.gammas)", ("8.6",), DY_BY_BATCH,
+            variant=True),
+    Mistake("ctc-greedy-drops-blanks-first", DEC, "merged = [c for k, c in enumerate(path) if k == 0 or c != path[k - 1]]\n"
+            "    return tuple(int(c) for c in merged if c != blank)",
+            "kept = [c for c in path if c != blank]\n"
+            "    return tuple(int(c) for k, c in enumerate(kept) if k == 0 or c != kept[k - 1])", ("8.7",), BLANKS_FIRST,
+            variant=True),
+    Mistake("ctc-beam-not-merging", DEC, "new_label[grown] = _add(new_label.get(grown, NEG_INF), score + y[c])",
+            "new_label[grown] = score + y[c]", ("8.8",), NO_MERGE, variant=True,
+            arrays=("log_merged_path_scores/",)),
+    Mistake("ctc-beam-drops-ties", DEC, "if s >= cutoff", "if s > cutoff", ("8.8",), TIES_DROPPED, variant=True,
+            arrays=("log_merged_path_scores/",)),
 )
 HINTED = tuple(m for m in CATALOGUE if m.variant)
 assert len({m.id for m in CATALOGUE}) == len(CATALOGUE)

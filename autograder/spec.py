@@ -48,21 +48,49 @@ def _cell_cases(*extra):
 
 LIFO = (3, 3, 4, {}, 3)          # three forwards then three backwards on one cell object
 
+# ---- section 8, CTC (CMU 11-785's course interface). Shapes: (task, …) read by make_ctc_case below.
+# The lattice cases give the extended target literally, so alpha and beta are graded on their own.
+LATTICES = (
+    (7, 4, (0, 1, 0, 2, 0, 2, 0, 3, 0), (0, 0, 0, 1, 0, 0, 0, 1, 0)),       # target 1 2 2 3: no skip between the 2s
+    (1, 3, (0, 2, 0), (0, 0, 0)),                                            # T = 1
+    (6, 5, (4, 1, 4, 3, 4), (0, 0, 0, 1, 0)),                                # blank 4
+    (2, 3, (0, 1, 0, 1, 0), (0, 0, 0, 0, 0)),                                # 1 1 needs 3 steps: no alignment
+    (10, 3, (0, 1, 0, 2, 0, 1, 0, 2, 0), (0, 0, 0, 1, 0, 1, 0, 1, 0)),
+)
+LOSSES = ((8, 3, 5, (8, 7, 5), (3, 4, 1)), (1, 1, 3, (1,), (1,)), (12, 2, 4, (12, 9), (5, 2)),
+          (600, 1, 10, (600,), (30,)))                                      # long: α β underflow in probability space
+CTC_PARTS = (
+    Part("8.1", "CTC: extend the target with blanks", 2, "ctc", "CTC",
+         (("extend", 0, 4), ("extend", 0, 1), ("extend", 3, 5), ("extend", 0, 7))),
+    Part("8.2", "CTC: forward probabilities (alpha)", 3, "ctc", "CTC", tuple(("alpha",) + c for c in LATTICES)),
+    Part("8.3", "CTC: backward probabilities (beta)", 3, "ctc", "CTC", tuple(("beta",) + c for c in LATTICES)),
+    Part("8.4", "CTC: posteriors (gamma)", 2, "ctc", "CTC", (("gamma", 5, 9, False), ("gamma", 1, 3, False),
+                                                              ("gamma", 6, 7, True))),
+    Part("8.5", "CTC loss forward", 2, "ctc", "CTCLoss", tuple(("loss",) + c for c in LOSSES)),
+    Part("8.6", "CTC loss backward", 3, "ctc", "CTCLoss", tuple(("loss_backward",) + c for c in LOSSES)),
+    Part("8.7", "CTC greedy search", 3, "ctc", "GreedySearchDecoder",
+         (("greedy", 10, 3, (1, 1, 0, 1, 2, 0, 0, 2, 3, 3)), ("greedy", 15, 3, None), ("greedy", 1, 2, None),
+          ("greedy", 12, 5, (0, 5, 5, 0, 5, 1, 1, 2, 0, 0, 4, 4)))),
+    Part("8.8", "CTC beam search", 7, "ctc", "BeamSearchDecoder",
+         (("beam", 10, 3, 2, False), ("beam", 20, 4, 3, False), ("beam", 20, 5, 3, False), ("beam", 6, 2, 1, False),
+          ("beam", 4, 2, 1, True), ("beam", 5, 3, 50, False))),
+)
+
 PARTS = (
     Part("1.1", "RNN cell forward", 4, "forward", "RNNCell", _cell_cases((3, 2, 4, {"nonlinearity": "relu"}, 1))),
-    Part("1.2", "RNN cell backward", 11, "backward", "RNNCell",
+    Part("1.2", "RNN cell backward", 6, "backward", "RNNCell",
          _cell_cases((3, 2, 4, {"nonlinearity": "relu"}, 1), LIFO)),
     Part("2.1", "GRU cell forward", 5, "forward", "GRUCell",
          ((None, 5, 2, {}, 1, "course"),) + _cell_cases()),
-    Part("2.2", "GRU cell backward", 13, "backward", "GRUCell",
+    Part("2.2", "GRU cell backward", 8, "backward", "GRUCell",
          ((None, 5, 2, {}, 1, "course"),) + _cell_cases(LIFO)),
     Part("3.1", "GRU block cell forward", 3, "forward", "GRUBlockCell", _cell_cases()),
-    Part("3.2", "GRU block cell backward", 11, "backward", "GRUBlockCell", _cell_cases(LIFO)),
+    Part("3.2", "GRU block cell backward", 6, "backward", "GRUBlockCell", _cell_cases(LIFO)),
     Part("4.1", "GMU cell forward", 3, "forward", "GMUCell", _cell_cases()),
-    Part("4.2", "GMU cell backward", 11, "backward", "GMUCell", _cell_cases(LIFO)),
+    Part("4.2", "GMU cell backward", 6, "backward", "GMUCell", _cell_cases(LIFO)),
     Part("5.1", "TGRU cell forward", 3, "forward", "TGRUCell",
          _cell_cases((2, 3, 4, {"train_state": True, "train_memory": True}, 1))),
-    Part("5.2", "TGRU cell backward", 11, "backward", "TGRUCell",
+    Part("5.2", "TGRU cell backward", 6, "backward", "TGRUCell",
          _cell_cases((2, 3, 4, {"train_state": True, "train_memory": True}, 1),
                      (2, 3, 4, {"train_state": True, "train_memory": True}, 3))),
     Part("6.1", "BPTT: RNN sequence layer", 2, "sequence", "RNNCell",
@@ -81,10 +109,11 @@ PARTS = (
     Part("7.3", "Bidirectional LSTM layer on a padded batch of unequal lengths", 5, "sequence", "LSTMCell",
          ((3, 3, 4, {}, 5, 2, False, True, [5, 2, 4]), (2, 4, 3, {"proj_size": 2}, 4, 1, True, True, [1, 4]),
           (None, 3, 2, {}, 4, 1, False, True, [3]))),
-)
+) + CTC_PARTS
 PARTS_BY_NUMBER = {p.number: p for p in PARTS}
 SECTIONS = {"1": "RNN cell", "2": "GRU cell", "3": "GRU block cell", "4": "GMU cell", "5": "TGRU cell",
-            "6": "BPTT through the sequence layer", "7": "LSTM cell, bidirectional and variable-length layers"}
+            "6": "BPTT through the sequence layer", "7": "LSTM cell, bidirectional and variable-length layers",
+            "8": "CTC: loss and decoding"}
 assert sum(p.points for p in PARTS) == 100
 
 
@@ -126,6 +155,8 @@ def _batch(n, *shape):
 
 def make_case(rng, part, shape):
     """One case of ``part``: ``(config, inputs)``; inputs is a dict of float64 arrays."""
+    if part.kind == "ctc":
+        return make_ctc_case(rng, part, shape)
     n, I, H, flags, steps = shape[:5]
     states, exposed = CELLS[part.cell]
     config = {"part": part.number, "kind": part.kind, "cell": part.cell, "layer": LAYERS[part.cell],
@@ -194,7 +225,79 @@ def select_parts(requested):
         matches = [p for p in PARTS if p.number == name or p.number.split(".")[0] == name]
         if not matches:
             known = ", ".join(p.number for p in PARTS)
-            raise ValueError(f"unknown part {name!r}: the parts are {known} (or a section number "
-                             f"{min(SECTIONS, key=int)}-{max(SECTIONS, key=int)})")
+            sections = ", ".join(SECTIONS)
+            raise ValueError(f"unknown part {name!r}: the parts are {known} (or a section number: {sections})")
         chosen += [p for p in matches if p not in chosen]
     return chosen
+
+
+# ---- section 8, CTC: one case of the course's interface, drawn from ``rng``
+
+SYMBOLS = "abcdefgh"
+
+
+def _labels(rng, count, C, blank):
+    """``count`` random labels in [0, C) other than ``blank``, with at least one pair of equal neighbours."""
+    labels = rng.choice([c for c in range(C) if c != blank], size=count)
+    if count >= 2:
+        k = int(rng.integers(1, count))
+        labels[k] = labels[k - 1]
+    return labels.astype(np.int64)
+
+
+def _softmax_columns(scores):
+    e = np.exp(scores - scores.max(axis=0, keepdims=True))
+    return e / e.sum(axis=0, keepdims=True)
+
+
+def make_ctc_case(rng, part, shape):
+    """(config, inputs) of a CTC part; ``config['describe']`` says the case in words."""
+    task = shape[0]
+    config = {"part": part.number, "kind": "ctc", "cell": part.cell, "task": task, "n": None, "flags": {}}
+    inputs = {}
+    if task == "extend":
+        _, blank, length = shape
+        C = max(blank + 1, 6)
+        inputs["target"] = _labels(rng, length, C, blank)
+        config.update(blank=blank, describe=f"target {inputs['target'].tolist()}, BLANK={blank}")
+    elif task in ("alpha", "beta"):
+        _, T, C, ext, skip = shape
+        inputs["logits"] = rng.uniform(0.05, 1.0, (T, C))          # positive scores, used as they are
+        inputs["extended_symbols"] = np.array(ext, dtype=np.int64)
+        inputs["skip_connect"] = np.array(skip, dtype=np.int64)
+        config["describe"] = f"T={T}, C={C}, extended symbols {list(ext)}, skip_connect {list(skip)}"
+    elif task == "gamma":
+        _, T, S, zeros = shape
+        alpha, beta = rng.uniform(0.01, 1.0, (T, S)), rng.uniform(0.01, 1.0, (T, S))
+        if zeros:                                                     # unreachable states, never a whole row
+            alpha[:, -2:] = 0.0
+            beta[:, :1] = 0.0
+        inputs.update(alpha=alpha, beta=beta)
+        config["describe"] = f"T={T}, S={S}" + (", some alpha and beta are 0" if zeros else "")
+    elif task in ("loss", "loss_backward"):
+        _, T, B, C, input_lengths, target_lengths = shape
+        inputs["logits"] = np.stack([_softmax_columns(rng.standard_normal((C, T)) * 1.5).T for _ in range(B)], axis=1)
+        target = np.zeros((B, max(target_lengths)), dtype=np.int64)
+        for b, length in enumerate(target_lengths):
+            target[b, :length] = _labels(rng, length, C, 0)
+        inputs.update(target=target, input_lengths=np.array(input_lengths, dtype=np.int64),
+                      target_lengths=np.array(target_lengths, dtype=np.int64))
+        config["describe"] = (f"T={T}, B={B}, C={C}, input_lengths {list(input_lengths)}, target_lengths "
+                              f"{list(target_lengths)}" + (", a long sequence" if T >= 100 else ""))
+    elif task == "greedy":
+        _, T, K, planted = shape
+        scores = rng.uniform(0.0, 1.0, (K + 1, T))
+        if planted is not None:                                       # this path is the argmax at every step
+            scores[list(planted), np.arange(T)] += 1.0
+        inputs["y_probs"] = (scores / scores.sum(axis=0, keepdims=True))[:, :, None]
+        config.update(symbol_set=list(SYMBOLS[:K]), describe=f"T={T}, symbol_set {list(SYMBOLS[:K])}")
+    elif task == "beam":
+        _, T, K, beam_width, uniform = shape
+        y = np.ones((K + 1, T)) if uniform else rng.uniform(1e-3, 1.0, (K + 1, T))
+        inputs["y_probs"] = (y / y.sum(axis=0, keepdims=True))[:, :, None]
+        config.update(symbol_set=list(SYMBOLS[:K]), beam_width=beam_width,
+                      describe=f"T={T}, symbol_set {list(SYMBOLS[:K])}, beam_width={beam_width}"
+                               + (", every probability equal (ties)" if uniform else ""))
+    else:
+        raise KeyError(task)
+    return config, inputs

@@ -11,7 +11,7 @@ nbclient = pytest.importorskip("nbclient")
 NOTEBOOKS = sorted(glob.glob(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                           "notebooks", "*.ipynb")))
 EXPECTED = ["01_rnn_cell", "02_gru_cell", "03_gru_block_cell", "04_gmu_cell", "05_tgru_cell", "06_bptt_vanishing",
-            "07_training", "08_lstm_cell"]
+            "07_training", "08_lstm_cell", "09_ctc"]
 
 
 def test_every_notebook_is_there():

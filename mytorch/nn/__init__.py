@@ -30,6 +30,8 @@ _load("gru_block_cell", ["GRUBlockCell", "gru_block_cell", "gru_block_cell_grad"
 _load("gmu_cell", ["GMUCell"])
 _load("tgru_cell", ["TGRUCell"])
 _load("lstm_cell", ["LSTMCell"])
+_load("ctc", ["ctc_loss", "CTCLoss"])
+_load("ctc_decode", ["greedy_search", "beam_search", "prefix_beam_search"])
 CELL_NAMES = ("RNNCell", "GRUCell", "GRUBlockCell", "GMUCell", "TGRUCell", "LSTMCell")
 
 
@@ -42,4 +44,5 @@ def __getattr__(name):
 
 
 __all__ = ["init", "Module", "RecurrentCell", "Linear", "MSELoss", "CrossEntropyLoss", "Recurrent", "RNN", "GRU",
-           "GRUBlock", "GMU", "TGRU", "LSTM", "CELLS", "gru_block_cell", "gru_block_cell_grad", *CELL_NAMES]
+           "GRUBlock", "GMU", "TGRU", "LSTM", "CELLS", "gru_block_cell", "gru_block_cell_grad", *CELL_NAMES,
+           "ctc_loss", "CTCLoss", "greedy_search", "beam_search", "prefix_beam_search"]

@@ -1,0 +1,12 @@
+"""CMU 11-785's module name for its CTC decoders: ``from CTCDecoding import GreedySearchDecoder,
+BeamSearchDecoder`` (with ``mytorch/`` on the path, as the course's tests put it) or
+``from mytorch.CTCDecoding import …``. The code is in ``mytorch/nn/ctc_course.py``."""
+try:
+    from mytorch.nn.ctc_course import BeamSearchDecoder, GreedySearchDecoder
+except ModuleNotFoundError:                    # imported as a top-level module with only mytorch/ on the path
+    import os
+    import sys
+    sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from mytorch.nn.ctc_course import BeamSearchDecoder, GreedySearchDecoder
+
+__all__ = ["GreedySearchDecoder", "BeamSearchDecoder"]
