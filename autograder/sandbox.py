@@ -31,7 +31,7 @@ from autograder import frames, reaper, untrusted
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")
 OUTPUT_LIMIT = 1 << 20          # what a child may print, and the size of any file it writes: 1 MiB
 RESPONSE_LIMIT = 16 << 20       # the most the parent will read back
-PROCESS_LIMIT = 128             # processes of the sandbox user (under --run-as)
+PROCESS_LIMIT = 128             # processes a child may start as the sandbox user (under --run-as)
 DRAIN_SECONDS = 2.0             # after the child is gone, how long to wait for the pipes to close
 
 
@@ -50,14 +50,28 @@ _users_lock = threading.Lock()
 _work_dirs = set()              # children's working folders not removed yet
 
 
+def _tasks_of(uid):
+    """How many tasks (processes and threads) ``uid`` runs now: what RLIMIT_NPROC counts."""
+    count = 0
+    for name in os.listdir("/proc"):
+        with contextlib.suppress(OSError):
+            if name.isdigit() and os.stat(f"/proc/{name}").st_uid == uid:
+                count += len(os.listdir(f"/proc/{name}/task"))
+    return count
+
+
 def _limits(memory_mb, cpu_seconds, user):
+    # RLIMIT_NPROC caps the tasks of the whole uid, so a fork bomb in one part would stop every other part
+    # of the same user from starting: each child may start PROCESS_LIMIT tasks beyond those running now.
+    processes = _tasks_of(user.pw_uid) + PROCESS_LIMIT if user is not None else None
+
     def apply():
         resource.setrlimit(resource.RLIMIT_AS, (memory_mb << 20, memory_mb << 20))
         resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
         resource.setrlimit(resource.RLIMIT_FSIZE, (OUTPUT_LIMIT, OUTPUT_LIMIT))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         if user is not None:
-            resource.setrlimit(resource.RLIMIT_NPROC, (PROCESS_LIMIT, PROCESS_LIMIT))
+            resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
             os.setgroups([])
             os.setgid(user.pw_gid)
             os.setuid(user.pw_uid)
