@@ -73,10 +73,10 @@ def unpack(path, destination):
             for info in members:
                 budget.member()
                 target = _target(destination, info.filename)
-                mode = info.external_attr >> 16
+                kind = stat.S_IFMT(info.external_attr >> 16)          # 0 when the zip does not say
                 if info.is_dir():
                     os.makedirs(target, exist_ok=True)
-                elif mode and not stat.S_ISREG(mode):
+                elif kind and kind != stat.S_IFREG:
                     raise UnpackError(f"the member {info.filename!r} is a link or a special file")
                 else:
                     with archive.open(info) as source:

@@ -1,5 +1,9 @@
 """The reference data: one compressed ``.npz`` per part under ``autograder/data/``, and a manifest of sha256 sums.
 
+The same sums are also compiled into the grader as ``autograder/reference_hashes.py`` (written with the
+manifest by ``python -m autograder.generate``). A file is used only if its sha256 matches both, so rewriting
+the data and the manifest together (which someone able to write ``data/`` could do) is still caught.
+
 A part's file holds, for case k: ``k:in:NAME`` (inputs), ``k:out:NAME`` (expected outputs) and
 ``k:hint:ID:NAME`` (what known mistake ID produces where it differs), plus ``__configs__`` and
 ``__hints__`` (JSON). Loading uses ``allow_pickle=False`` and checks the file's sha256 against the manifest
@@ -14,6 +18,12 @@ import numpy as np
 
 DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 MANIFEST = "manifest.json"
+HASHES_MODULE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "reference_hashes.py")
+
+try:                                    # imported with the grader, before any student code runs
+    from autograder.reference_hashes import FILES as COMPILED_HASHES
+except ImportError:
+    COMPILED_HASHES = None
 
 
 class ReferenceDataError(Exception):
@@ -63,9 +73,13 @@ def load_part(part_number, data_dir=DATA_DIR, manifest=None):
         raise ReferenceDataError(f"{path} is not listed in the manifest: the reference data is incomplete")
     if not os.path.exists(path):
         raise ReferenceDataError(f"the reference data file {path} is missing: restore it from the handout")
-    if sha256(path) != manifest["files"][name]:
+    digest = sha256(path)
+    if digest != manifest["files"][name]:
         raise ReferenceDataError(f"the reference data file {path} has been modified (its sha256 does not match "
                                  "the manifest): restore it from the handout")
+    if data_dir == DATA_DIR and (COMPILED_HASHES or {}).get(name) != digest:
+        raise ReferenceDataError(f"the reference data file {path} does not match the sha256 compiled into the "
+                                 "grader (autograder/reference_hashes.py): restore autograder/ from the handout")
     try:
         return _read(path)
     except Exception as error:
@@ -106,7 +120,14 @@ def write_part(part_number, configs, inputs, expected, variants, hints, data_dir
 
 
 def write_manifest(seed, part_numbers, data_dir=DATA_DIR):
+    """The manifest and, for the grader's own data, the same sums as ``reference_hashes.py``."""
     files = {file_name(n): sha256(os.path.join(data_dir, file_name(n))) for n in part_numbers}
     with open(os.path.join(data_dir, MANIFEST), "w") as f:
         json.dump({"seed": seed, "generator": "python -m autograder.generate", "files": files}, f, indent=1)
         f.write("\n")
+    if data_dir == DATA_DIR:
+        lines = [f"    {name!r}: {digest!r},\n" for name, digest in sorted(files.items())]
+        with open(HASHES_MODULE, "w") as f:
+            f.write('"""The sha256 of every reference data file, written by python -m autograder.generate with '
+                    'data/manifest.json.\n\nThe grader checks the data against these too, so the data and its '
+                    'manifest cannot be rewritten together unnoticed."""\nFILES = {\n' + "".join(lines) + "}\n")
