@@ -10,9 +10,12 @@ A part's file holds, for case k: ``k:in:NAME`` (inputs), ``k:out:NAME`` (expecte
 first; any problem is a ``ReferenceDataError`` whose message names the file.
 """
 import dataclasses
+import errno
 import hashlib
+import io
 import json
 import os
+import stat
 
 import numpy as np
 
@@ -42,24 +45,35 @@ def file_name(part_number):
     return f"part_{part_number}.npz"
 
 
+FILE_LIMIT = 64 << 20
+
+
+def read_regular(path, limit=FILE_LIMIT):
+    """The bytes of the regular file ``path``: never through a link, never blocking on a FIFO (a student running
+    as the grader's user could have swapped one in), at most ``limit`` bytes. Raises OSError otherwise."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", path)
+        content = f.read(limit + 1)
+    if len(content) > limit:
+        raise OSError(errno.EFBIG, f"larger than {limit >> 20} MiB", path)
+    return content
+
+
 def sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 16), b""):
-            h.update(block)
-    return h.hexdigest()
+    return hashlib.sha256(read_regular(path)).hexdigest()
 
 
 def read_manifest(data_dir=DATA_DIR):
     path = os.path.join(data_dir, MANIFEST)
     try:
-        with open(path) as f:
-            manifest = json.load(f)
-        manifest["files"]
+        manifest = json.loads(read_regular(path, 1 << 20).decode("utf-8"))
+        manifest["files"].items()
     except FileNotFoundError:
         raise ReferenceDataError(f"the reference data manifest {path} is missing: restore autograder/data/ "
                                  "from the handout (instructors: python -m autograder.generate)") from None
-    except (ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         raise ReferenceDataError(f"the reference data manifest {path} is damaged: restore it from the handout") from None
     return manifest
 
@@ -71,9 +85,14 @@ def load_part(part_number, data_dir=DATA_DIR, manifest=None):
     path = os.path.join(data_dir, name)
     if name not in manifest["files"]:
         raise ReferenceDataError(f"{path} is not listed in the manifest: the reference data is incomplete")
-    if not os.path.exists(path):
+    if not os.path.lexists(path):
         raise ReferenceDataError(f"the reference data file {path} is missing: restore it from the handout")
-    digest = sha256(path)
+    try:
+        content = read_regular(path)
+    except OSError as error:
+        raise ReferenceDataError(f"the reference data file {path} cannot be read ({error.strerror}): restore it "
+                                 "from the handout") from None
+    digest = hashlib.sha256(content).hexdigest()
     if digest != manifest["files"][name]:
         raise ReferenceDataError(f"the reference data file {path} has been modified (its sha256 does not match "
                                  "the manifest): restore it from the handout")
@@ -81,13 +100,13 @@ def load_part(part_number, data_dir=DATA_DIR, manifest=None):
         raise ReferenceDataError(f"the reference data file {path} does not match the sha256 compiled into the "
                                  "grader (autograder/reference_hashes.py): restore autograder/ from the handout")
     try:
-        return _read(path)
+        return _read(io.BytesIO(content))
     except Exception as error:
         raise ReferenceDataError(f"the reference data file {path} cannot be read ({type(error).__name__}: {error})") from None
 
 
-def _read(path):
-    with np.load(path, allow_pickle=False) as data:
+def _read(source):
+    with np.load(source, allow_pickle=False) as data:
         configs = json.loads(str(data["__configs__"]))
         hints = json.loads(str(data["__hints__"]))
         inputs, expected, variants = ([{} for _ in configs] for _ in range(3))

@@ -34,6 +34,8 @@ def encode(meta, arrays):
         value = np.ascontiguousarray(value)
         if value.dtype.str not in DTYPES:                 # e.g. big-endian: same numbers, our byte order
             value = value.astype(value.dtype.newbyteorder("<"))
+        if value.dtype.str not in DTYPES:                 # e.g. float128: the widest allowed type of its kind
+            value = value.astype({"f": "<f8", "i": "<i8", "u": "<u8", "b": "?"}[value.dtype.kind])
         entries.append([int(case), str(name), value.dtype.str, list(value.shape)])
         blobs.append(value.tobytes())
     header = json.dumps({"meta": meta, "arrays": entries}).encode("utf-8")

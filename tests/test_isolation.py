@@ -146,3 +146,24 @@ def test_private_copy_leaves_out_links_and_special_files(tmp_path):
     copy = isolation.private_copy(str(package), str(tmp_path / "copy" / "mytorch"))
     assert sorted(os.listdir(copy)) == ["__init__.py"]
     assert oct(os.stat(copy).st_mode & 0o777) == "0o755" and oct(os.stat(copy + "/__init__.py").st_mode & 0o777) == "0o644"
+
+
+def test_reference_files_swapped_for_a_fifo_or_a_link_do_not_hang_the_next_run(tmp_path):
+    """Local mode: student code runs as the grader's user and may replace the data for the next run."""
+    grader = make_grader_copy(tmp_path / "grader")
+    data = os.path.join(grader, "autograder", "data")
+    os.remove(os.path.join(data, "part_1.1.npz"))
+    os.mkfifo(os.path.join(data, "part_1.1.npz"))
+    os.remove(os.path.join(data, "part_2.1.npz"))
+    os.symlink(os.path.join(REPO, "autograder", "data", "part_2.1.npz"), os.path.join(data, "part_2.1.npz"))
+    run = [sys.executable, "-m", "autograder", "1.1", "2.1", "--submission", REPO, "--json", str(tmp_path / "r.json")]
+    proc = subprocess.run(run, cwd=grader, env=dict(os.environ, PYTHONPATH=""), capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0 and "Traceback" not in proc.stdout + proc.stderr
+    tests = check_gradescope(load_results(tmp_path / "r.json"))
+    assert all(t["score"] == 0 and "cannot be read" in t["output"] for t in tests.values())
+    os.remove(os.path.join(data, "manifest.json"))
+    os.mkfifo(os.path.join(data, "manifest.json"))
+    proc = subprocess.run(run, cwd=grader, env=dict(os.environ, PYTHONPATH=""), capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0 and "manifest" in load_results(tmp_path / "r.json")["tests"][0]["output"]

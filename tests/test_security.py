@@ -133,6 +133,8 @@ def test_frames_round_trip_and_refuse_lies():
     meta, back = frames.decode(frames.encode([{"a": 1}, {"b": "x"}], arrays), cases=2)
     assert meta == [{"a": 1}, {"b": "x"}]
     assert all(np.array_equal(back[k], v) and back[k].dtype == v.dtype for k, v in arrays.items())
+    _, wide = frames.decode(frames.encode([], {(0, "w"): np.ones(2, np.longdouble), (0, "b"): np.ones(2, ">i2")}))
+    assert wide[(0, "w")].dtype == np.float64 and wide[(0, "b")].dtype == np.int16      # sent as allowed dtypes
     good = frames.encode([], {(0, "x"): np.ones(3)})
     lies = {
         "not a message": b"PK\x03\x04" + bytes(100),
