@@ -93,7 +93,7 @@ def main(argv):
     if not names:
         parser.error(f"no submissions in {args.folder} (each must be a folder holding mytorch/)")
     user = cli.resolve_user(parser, args.run_as)
-    python = cli.resolve_python(parser, args.python)
+    python = cli.resolve_python(parser, args.python, user)
     if user is None:
         print(no_isolation_warning(), file=sys.stderr)
     else:

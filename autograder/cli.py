@@ -9,10 +9,11 @@ import errno
 import os
 import pwd
 import secrets
+import subprocess
 import sys
 import time
 
-from autograder import grade, reaper, report, sandbox, spec
+from autograder import grade, reaper, report, sandbox, spec, untrusted
 
 GRADESCOPE_RESULTS = "/autograder/results/results.json"
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -93,12 +94,27 @@ def resolve_user(parser, name):
     return user
 
 
-def resolve_python(parser, path):
-    if path is None:
-        return None
-    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+def resolve_python(parser, path, user=None):
+    """The child's Python (None: this one), checked to run and import numpy as ``user`` when there is one."""
+    if path is not None and not (os.path.isfile(path) and os.access(path, os.X_OK)):
         parser.error(f"--python: {path} is not an executable file")
-    return os.path.abspath(path)
+    python = os.path.abspath(path) if path is not None else None
+    if user is not None:
+        def become():
+            os.setgroups([])
+            os.setgid(user.pw_gid)
+            os.setuid(user.pw_uid)
+        try:
+            probe = subprocess.run([python or sys.executable, "-I", "-c", "import numpy"], cwd="/",
+                                   stdin=subprocess.DEVNULL, capture_output=True, preexec_fn=become, timeout=60)
+            problem = probe.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] if probe.returncode else None
+        except (OSError, subprocess.SubprocessError) as error:
+            problem = [str(error)]
+        if problem is not None:
+            parser.error(f"user {user.pw_name} cannot run {python or sys.executable} with numpy "
+                         f"({untrusted.text(' '.join(problem), 300)}): give --python PATH, e.g. a venv made from "
+                         "the system Python with numpy installed")
+    return python
 
 
 def write_results(path, payload, user=None):
@@ -129,7 +145,7 @@ def main_grade(argv):
         parser.error(str(error))
     root = os.path.abspath(args.submission or default_submission())
     user = resolve_user(parser, args.run_as)
-    python = resolve_python(parser, args.python)
+    python = resolve_python(parser, args.python, user)
     fresh_seed = resolve_fresh_seed(args.fresh_seed)
     solution = resolve_solution(args, fresh_seed)
     results_path = args.json or (GRADESCOPE_RESULTS if args.gradescope else None)

@@ -102,7 +102,13 @@ def main(argv):
         if os.path.isfile(os.path.join(solution, "mytorch", "__init__.py")):
             os.chmod(solution, 0o700)
             grade_args += ["--fresh-seed", str(secrets.randbelow(2 ** 31)), "--solution", solution]
-        return cli.main_grade(grade_args)
+        try:
+            return cli.main_grade(grade_args)
+        except SystemExit:                                # a setup problem, already explained on stderr
+            parts = [PartResult(p, 0.0, "error", "the autograder could not start (its log says why): please "
+                                                 "tell the course staff") for p in spec.PARTS]
+            cli.write_results(results, report.gradescope(parts, 0.0))
+            return 0
     finally:
         shutil.rmtree(staging, ignore_errors=True)
         shutil.rmtree(work, ignore_errors=True)

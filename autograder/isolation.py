@@ -26,6 +26,8 @@ def private_copy(package, destination):
     """Copy the folder ``package`` (a ``mytorch``) to ``destination`` (which must not exist)."""
     total, count = 0, 0
     package = os.path.abspath(package)
+    if not stat.S_ISDIR(os.lstat(package).st_mode):
+        raise CopyError("mytorch is a link or not a folder")
     for folder, dirs, files in os.walk(package):
         rel = os.path.relpath(folder, package)
         target = os.path.normpath(os.path.join(destination, rel))

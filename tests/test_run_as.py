@@ -152,3 +152,17 @@ def test_batch_without_a_sandbox_user_says_there_is_no_isolation(tmp_path):
                           env=dict(os.environ, PYTHONPATH=""), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0 and "warning: no isolation" in proc.stderr
     assert "graded 1/1 submissions" in proc.stderr
+
+
+def test_a_python_the_sandbox_user_cannot_use_is_a_usage_error(sandbox_user):
+    make_user, python, home = sandbox_user
+    user = make_user()
+    broken = os.path.join(home, "python-without-numpy")
+    with open(broken, "w") as f:
+        f.write("#!/bin/sh\necho 'No module named numpy' >&2\nexit 1\n")
+    os.chmod(broken, 0o755)
+    proc = subprocess.run([sys.executable, "-m", "autograder", "1.1", "--run-as", user.pw_name, "--python", broken],
+                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                          env=dict(os.environ, PYTHONPATH=""), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert f"user {user.pw_name} cannot run {broken} with numpy (No module named numpy)" in proc.stderr
