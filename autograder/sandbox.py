@@ -164,6 +164,9 @@ def run_child(root, configs, inputs_list, timeout=20.0, memory_mb=1024, user=Non
     work = tempfile.mkdtemp(prefix="mytorch-work-")
     _work_dirs.add(work)
     fds = []
+    if user is not None:
+        with _users_lock:
+            _users[user.pw_uid] = _users.get(user.pw_uid, 0) + 1
     try:
         if user is not None:
             os.chown(work, user.pw_uid, user.pw_gid)
@@ -171,9 +174,6 @@ def run_child(root, configs, inputs_list, timeout=20.0, memory_mb=1024, user=Non
         resp_r, resp_w = os.pipe()
         out_r, out_w = os.pipe()
         fds = [req_w, resp_r, out_r]
-        if user is not None:
-            with _users_lock:
-                _users[user.pw_uid] = _users.get(user.pw_uid, 0) + 1
         try:
             proc = _start(python or sys.executable, root, work, [req_r, resp_w], memory_mb, timeout, user, out_w)
         except (OSError, subprocess.SubprocessError) as error:
