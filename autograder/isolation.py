@@ -36,7 +36,12 @@ def private_copy(package, destination):
         dirs[:] = [d for d in dirs if d != "__pycache__" and stat.S_ISDIR(os.lstat(os.path.join(folder, d)).st_mode)]
         for name in files:
             source = os.path.join(folder, name)
-            fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            try:
+                fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            except OSError as error:
+                if error.errno == errno.ELOOP:            # a symbolic link, left out
+                    continue
+                raise
             try:
                 info = os.fstat(fd)
                 if not stat.S_ISREG(info.st_mode):
@@ -57,10 +62,6 @@ def private_copy(package, destination):
                         left -= len(block)
                 finally:
                     os.close(out)
-            except OSError as error:
-                if error.errno == errno.ELOOP:             # a symbolic link, left out
-                    continue
-                raise
             finally:
                 os.close(fd)
     return destination
