@@ -208,11 +208,10 @@ def run_child(root, configs, inputs_list, timeout=20.0, memory_mb=1024, user=Non
             with contextlib.suppress(OSError):
                 os.close(fd)
         if user is not None:
-            with _users_lock:
+            with _users_lock:                          # no child of this user can start meanwhile
                 _users[user.pw_uid] -= 1
-                last = _users[user.pw_uid] == 0
-            if last:
-                reaper.kill_user(user)               # anything that reached outside the grader's tree
+                if _users[user.pw_uid] == 0:
+                    reaper.kill_user(user)             # anything that reached outside the grader's tree
         shutil.rmtree(work, ignore_errors=True)
         _work_dirs.discard(work)
 
