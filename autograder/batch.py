@@ -24,7 +24,7 @@ import tempfile
 import threading
 import time
 
-from autograder import cli, grade, isolation, reaper, report, spec
+from autograder import cli, grade, isolation, reaper, report, spec, untrusted
 
 
 def submissions(folder):
@@ -139,7 +139,7 @@ def main(argv):
     path = args.csv or os.path.join(folder, "scores.csv")
     write_csv(path, all_results)
     for name, results in all_results.items():
-        print(f"{name:<30} {report.total(results)[0]:>7.2f}")
+        print(f"{untrusted.text(name, 100):<30} {report.total(results)[0]:>7.2f}")
     print(f"Scores of {len(names)} submissions written to {path}")
     return 0
 
