@@ -115,6 +115,9 @@ ATTACKS = {
     "undecodable bytes printed, then exit": (
         "sys.stdout.flush()\nos.write(1, b'before \\xff\\xfe \\xed\\xa0\\x80 \\x1b]0;title\\x07 after\\n')\n"
         "os._exit(3)", "exited with code 3"),
+    "placeholder results present while student code runs": (
+        "try:\n    seen = open(RESULTS).read()\nexcept OSError:\n    seen = ''\n"
+        "os._exit(7 if 'the grader stopped before grading this part' in seen else 9)", "exited with code 7"),
     "exception whose __str__ raises": (
         "class Sneaky(Exception):\n    def __str__(self):\n        raise RuntimeError('no')\nraise Sneaky()",
         "Sneaky (its message cannot be shown"),
