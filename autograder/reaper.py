@@ -17,6 +17,7 @@ import signal
 import threading
 import time
 
+PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 _lock = threading.Lock()            # held while starting a process and while sweeping orphans
 _ours = set()                       # processes this module started and has not reaped yet
@@ -24,11 +25,13 @@ _subreaper = None
 
 
 def become_subreaper():
-    """Make this process the reaper of its orphaned descendants (once; True if the kernel agreed)."""
+    """Make this process the reaper of its orphaned descendants (once; True if the kernel agreed). Also make
+    it non-dumpable, so a child running as the same user cannot trace it or write its memory."""
     global _subreaper
     if _subreaper is None:
         try:
             libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
             _subreaper = libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
         except (OSError, AttributeError):
             _subreaper = False
