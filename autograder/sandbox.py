@@ -10,7 +10,8 @@ pipes the grader made before the child started: the request (configs and inputs)
 another, and what the child prints (stdout and stderr) on a third, which the grader drains as it comes,
 keeping only the tail. Each is read up to a limit; the response is a ``frames`` message (no compression)
 checked before it is decoded, and every string in it passes through ``untrusted``. When the part ends,
-``reaper.end`` kills and reaps the child and everything it started. Whatever happens, the caller gets an
+``reaper.end`` kills and reaps the child and everything it started (as root, the child also runs in its own
+PID namespace where ``unshare`` can make one). Whatever happens, the caller gets an
 ``Outcome``; nothing raises.
 """
 import contextlib
@@ -60,7 +61,7 @@ def _tasks_of(uid):
     return count
 
 
-def _limits(memory_mb, cpu_seconds, user):
+def _limits(memory_mb, cpu_seconds, user, switch_user=True):
     # RLIMIT_NPROC caps the tasks of the whole uid, so a fork bomb in one part would stop every other part
     # of the same user from starting: each child may start PROCESS_LIMIT tasks beyond those running now.
     processes = _tasks_of(user.pw_uid) + PROCESS_LIMIT if user is not None else None
@@ -73,9 +74,32 @@ def _limits(memory_mb, cpu_seconds, user):
         if user is not None:
             resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
             os.setgroups([])
-            os.setgid(user.pw_gid)
-            os.setuid(user.pw_uid)
+            if switch_user:                               # else unshare switches, inside the new namespace
+                os.setgid(user.pw_gid)
+                os.setuid(user.pw_uid)
     return apply
+
+
+_unshare = []                   # [path to unshare, or None], once known
+
+
+def pid_namespace():
+    """``unshare`` when a PID namespace can be made here (as root, util-linux present), else None. In one, the
+    child is process 1 and the kernel kills everything in it when the child ends: a second line of defence
+    behind ``reaper``, never required (Gradescope images may lack it). MYTORCH_GRADER_PID_NAMESPACE=0 turns
+    it off."""
+    if not _unshare:
+        wanted = os.geteuid() == 0 and os.environ.get("MYTORCH_GRADER_PID_NAMESPACE", "1") != "0"
+        path = shutil.which("unshare") if wanted else None
+        if path is not None:
+            try:
+                probe = subprocess.run([path, "--pid", "--fork", "--kill-child", "true"], capture_output=True,
+                                       timeout=10)
+                path = path if probe.returncode == 0 else None
+            except (OSError, subprocess.SubprocessError):
+                path = None
+        _unshare.append(path)
+    return _unshare[0]
 
 
 def _signal_reason(code, memory_mb, timeout):
@@ -150,9 +174,14 @@ def _start(python, root, work, fds, memory_mb, timeout, user, out_w):
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": work, "TMPDIR": work, "LANG": "C.UTF-8",
            "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     args = [python, "-I", "-B", WORKER, os.path.abspath(root)] + [str(fd) for fd in fds]
+    unshare = pid_namespace()
+    if unshare is not None:
+        who = ["--setgid", str(user.pw_gid), "--setuid", str(user.pw_uid)] if user is not None else []
+        args = [unshare, "--pid", "--fork", "--kill-child"] + who + ["--"] + args
+    limits = _limits(memory_mb, int(timeout) + 1, user, switch_user=unshare is None)
     return reaper.spawn(lambda: subprocess.Popen(
         args, cwd=work, stdin=subprocess.DEVNULL, stdout=out_w, stderr=out_w, env=env, pass_fds=fds,
-        start_new_session=True, preexec_fn=_limits(memory_mb, int(timeout) + 1, user)))
+        start_new_session=True, preexec_fn=limits))
 
 
 def run_child(root, configs, inputs_list, timeout=20.0, memory_mb=1024, user=None, python=None):
