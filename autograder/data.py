@@ -1,19 +1,32 @@
 """The reference data: one compressed ``.npz`` per part under ``autograder/data/``, and a manifest of sha256 sums.
 
+The same sums are also compiled into the grader as ``autograder/reference_hashes.py`` (written with the
+manifest by ``python -m autograder.generate``). A file is used only if its sha256 matches both, so rewriting
+the data and the manifest together (which someone able to write ``data/`` could do) is still caught.
+
 A part's file holds, for case k: ``k:in:NAME`` (inputs), ``k:out:NAME`` (expected outputs) and
 ``k:hint:ID:NAME`` (what known mistake ID produces where it differs), plus ``__configs__`` and
 ``__hints__`` (JSON). Loading uses ``allow_pickle=False`` and checks the file's sha256 against the manifest
 first; any problem is a ``ReferenceDataError`` whose message names the file.
 """
 import dataclasses
+import errno
 import hashlib
+import io
 import json
 import os
+import stat
 
 import numpy as np
 
 DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 MANIFEST = "manifest.json"
+HASHES_MODULE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "reference_hashes.py")
+
+try:                                    # imported with the grader, before any student code runs
+    from autograder.reference_hashes import FILES as COMPILED_HASHES
+except ImportError:
+    COMPILED_HASHES = None
 
 
 class ReferenceDataError(Exception):
@@ -32,24 +45,35 @@ def file_name(part_number):
     return f"part_{part_number}.npz"
 
 
+FILE_LIMIT = 64 << 20
+
+
+def read_regular(path, limit=FILE_LIMIT):
+    """The bytes of the regular file ``path``: never through a link, never blocking on a FIFO (a student running
+    as the grader's user could have swapped one in), at most ``limit`` bytes. Raises OSError otherwise."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", path)
+        content = f.read(limit + 1)
+    if len(content) > limit:
+        raise OSError(errno.EFBIG, f"larger than {limit >> 20} MiB", path)
+    return content
+
+
 def sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 16), b""):
-            h.update(block)
-    return h.hexdigest()
+    return hashlib.sha256(read_regular(path)).hexdigest()
 
 
 def read_manifest(data_dir=DATA_DIR):
     path = os.path.join(data_dir, MANIFEST)
     try:
-        with open(path) as f:
-            manifest = json.load(f)
-        manifest["files"]
+        manifest = json.loads(read_regular(path, 1 << 20).decode("utf-8"))
+        manifest["files"].items()
     except FileNotFoundError:
         raise ReferenceDataError(f"the reference data manifest {path} is missing: restore autograder/data/ "
                                  "from the handout (instructors: python -m autograder.generate)") from None
-    except (ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         raise ReferenceDataError(f"the reference data manifest {path} is damaged: restore it from the handout") from None
     return manifest
 
@@ -61,19 +85,28 @@ def load_part(part_number, data_dir=DATA_DIR, manifest=None):
     path = os.path.join(data_dir, name)
     if name not in manifest["files"]:
         raise ReferenceDataError(f"{path} is not listed in the manifest: the reference data is incomplete")
-    if not os.path.exists(path):
+    if not os.path.lexists(path):
         raise ReferenceDataError(f"the reference data file {path} is missing: restore it from the handout")
-    if sha256(path) != manifest["files"][name]:
+    try:
+        content = read_regular(path)
+    except OSError as error:
+        raise ReferenceDataError(f"the reference data file {path} cannot be read ({error.strerror}): restore it "
+                                 "from the handout") from None
+    digest = hashlib.sha256(content).hexdigest()
+    if digest != manifest["files"][name]:
         raise ReferenceDataError(f"the reference data file {path} has been modified (its sha256 does not match "
                                  "the manifest): restore it from the handout")
+    if data_dir == DATA_DIR and (COMPILED_HASHES or {}).get(name) != digest:
+        raise ReferenceDataError(f"the reference data file {path} does not match the sha256 compiled into the "
+                                 "grader (autograder/reference_hashes.py): restore autograder/ from the handout")
     try:
-        return _read(path)
+        return _read(io.BytesIO(content))
     except Exception as error:
         raise ReferenceDataError(f"the reference data file {path} cannot be read ({type(error).__name__}: {error})") from None
 
 
-def _read(path):
-    with np.load(path, allow_pickle=False) as data:
+def _read(source):
+    with np.load(source, allow_pickle=False) as data:
         configs = json.loads(str(data["__configs__"]))
         hints = json.loads(str(data["__hints__"]))
         inputs, expected, variants = ([{} for _ in configs] for _ in range(3))
@@ -106,7 +139,14 @@ def write_part(part_number, configs, inputs, expected, variants, hints, data_dir
 
 
 def write_manifest(seed, part_numbers, data_dir=DATA_DIR):
+    """The manifest and, for the grader's own data, the same sums as ``reference_hashes.py``."""
     files = {file_name(n): sha256(os.path.join(data_dir, file_name(n))) for n in part_numbers}
     with open(os.path.join(data_dir, MANIFEST), "w") as f:
         json.dump({"seed": seed, "generator": "python -m autograder.generate", "files": files}, f, indent=1)
         f.write("\n")
+    if data_dir == DATA_DIR:
+        lines = [f"    {name!r}: {digest!r},\n" for name, digest in sorted(files.items())]
+        with open(HASHES_MODULE, "w") as f:
+            f.write('"""The sha256 of every reference data file, written by python -m autograder.generate with '
+                    'data/manifest.json.\n\nThe grader checks the data against these too, so the data and its '
+                    'manifest cannot be rewritten together unnoticed."""\nFILES = {\n' + "".join(lines) + "}\n")

@@ -268,16 +268,27 @@ def where_in(error, root):
     return f"{os.path.relpath(os.path.realpath(f.filename), root)}:{f.lineno} in {f.name}: {(f.line or '').strip()}"
 
 
+def describe_error(error):
+    """'TypeName: message', also for an exception whose message cannot be turned into text."""
+    name = type(error).__name__
+    try:
+        message = str(error)
+        message = message if type(message) is str else str.__str__(message)
+    except BaseException as inner:                      # a __str__ that raises, or returns a non-string
+        return f"{name} (its message cannot be shown: str() of it raised {type(inner).__name__})"
+    return f"{name}: {message}"[:2000]
+
+
 def run_case(mytorch, root, config, inputs):
     result = CaseResult()
     originals = {k: v.copy() for k, v in inputs.items()}
     try:
         {"sequence": sequence_case, "ctc": ctc_case}.get(config["kind"], cell_case)(mytorch, config, inputs, result)
     except NotImplementedError as error:
-        result.status, result.error = "not_implemented", str(error)
+        result.status, result.error = "not_implemented", describe_error(error).partition(": ")[2]
         result.where = where_in(error, root)
     except BaseException as error:                      # SystemExit and KeyboardInterrupt included
-        result.status, result.error = "error", f"{type(error).__name__}: {error}"[:2000]
+        result.status, result.error = "error", describe_error(error)
         result.where = where_in(error, root)
     for name, value in originals.items():
         if not np.array_equal(inputs[name], value):

@@ -8,7 +8,9 @@ import concurrent.futures
 import dataclasses
 import os
 
-from autograder import compare, data, sandbox, spec
+from autograder import compare, data, sandbox, spec, untrusted
+
+PART_OUTPUT_LIMIT = 16000        # characters of one part's message: the results file stays well under 1 MB
 
 
 @dataclasses.dataclass
@@ -109,11 +111,11 @@ def judge(part, part_data, outcome, verbose=False):
     return PartResult(part, score, status, "\n".join([summary] + lines), outcome.seconds)
 
 
-def _fresh_part_data(part, seed, solution, timeout, memory_mb):
+def _fresh_part_data(part, seed, solution, timeout, memory_mb, python=None):
     """New cases from ``seed``, with references computed by a child running the instructor's solution."""
     cases = spec.make_cases(part, seed)
     configs, inputs = [c for c, _ in cases], [i for _, i in cases]
-    outcome = sandbox.run_child(solution, configs, inputs, timeout=timeout, memory_mb=memory_mb)
+    outcome = sandbox.run_child(solution, configs, inputs, timeout=timeout, memory_mb=memory_mb, python=python)
     if outcome.failure or any(r.get("status") != "ok" for r in outcome.reports):
         problem = outcome.failure or next(r["error"] for r in outcome.reports if r.get("status") != "ok")
         raise data.ReferenceDataError(f"the reference solution in {solution} failed on part {part.number}: {problem}")
@@ -121,11 +123,11 @@ def _fresh_part_data(part, seed, solution, timeout, memory_mb):
     return data.PartData(configs, inputs, expected, [{} for _ in configs])
 
 
-def reference(part, fresh_seed, solution, timeout, memory_mb, manifest):
+def reference(part, fresh_seed, solution, timeout, memory_mb, manifest, python=None):
     """A part's verified reference data, or the ReferenceDataError that explains why there is none."""
     try:
         if fresh_seed is not None:
-            return _fresh_part_data(part, fresh_seed, solution, timeout, memory_mb)
+            return _fresh_part_data(part, fresh_seed, solution, timeout, memory_mb, python)
         if isinstance(manifest, data.ReferenceDataError):
             raise manifest
         return data.load_part(part.number, manifest=manifest)
@@ -133,37 +135,49 @@ def reference(part, fresh_seed, solution, timeout, memory_mb, manifest):
         return error
 
 
-def grade_part(part, part_data, root, timeout, memory_mb, verbose, user):
+def grade_part(part, part_data, root, timeout, memory_mb, verbose, user, python=None):
     if isinstance(part_data, data.ReferenceDataError):
         return PartResult(part, 0.0, "error", f"Cannot grade this part: {part_data}")
     try:
         outcome = sandbox.run_child(root, part_data.configs, part_data.inputs, timeout=timeout, memory_mb=memory_mb,
-                                    user=user)
-        return judge(part, part_data, outcome, verbose)
+                                    user=user, python=python)
+        result = judge(part, part_data, outcome, verbose)
     except Exception as error:          # a fault of the grader itself: this part scores 0, the others go on
-        return PartResult(part, 0.0, "error", f"The grader failed on this part ({type(error).__name__}: {error}); "
-                                              "please report it to the course staff.")
+        result = PartResult(part, 0.0, "error", f"The grader failed on this part ({type(error).__name__}: {error}); "
+                                                "please report it to the course staff.")
+    result.output = untrusted.text(result.output, PART_OUTPUT_LIMIT)
+    return result
 
 
-def grade(root, parts=None, timeout=20.0, memory_mb=1024, verbose=False, fresh_seed=None, solution=None,
-          jobs=None, user=None):
-    """Grade the ``mytorch`` in ``root`` on ``parts`` (default all). Returns a list of ``PartResult``.
-
-    Every reference is loaded and verified (or computed by the solution) before any student code runs, so
-    nothing a submission does to the files on disk can change this run's references.
-    """
-    parts = list(parts or spec.PARTS)
+def references(parts, fresh_seed=None, solution=None, timeout=20.0, memory_mb=1024, jobs=None, python=None):
+    """Every part's verified reference data (or its ReferenceDataError), read before any student code runs."""
     manifest = None
     if fresh_seed is None:
         try:
             manifest = data.read_manifest()
         except data.ReferenceDataError as error:
             manifest = error                                 # every part reports it; grading still finishes
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 1) as pool:
+        return list(pool.map(lambda p: reference(p, fresh_seed, solution, timeout, memory_mb, manifest, python),
+                             parts))
+
+
+def grade(root, parts=None, timeout=20.0, memory_mb=1024, verbose=False, fresh_seed=None, solution=None,
+          jobs=None, user=None, python=None, loaded=None):
+    """Grade the ``mytorch`` in ``root`` on ``parts`` (default all). Returns a list of ``PartResult``.
+
+    Every reference is loaded and verified (or computed by the solution) before any student code runs, so
+    nothing a submission does to the files on disk can change this run's references; ``loaded``: the
+    ``references(parts, ...)`` already read (batch grading reads them once for every submission).
+    ``user``: a pwd entry to run student code as; ``python``: the child's interpreter.
+    """
+    parts = list(parts or spec.PARTS)
     jobs = jobs or os.cpu_count() or 1
+    if loaded is None:
+        loaded = references(parts, fresh_seed, solution, timeout, memory_mb, jobs, python)
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-        references = list(pool.map(lambda p: reference(p, fresh_seed, solution, timeout, memory_mb, manifest), parts))
-        results = list(pool.map(lambda pr: grade_part(pr[0], pr[1], root, timeout, memory_mb, verbose, user),
-                                zip(parts, references)))
+        results = list(pool.map(lambda pr: grade_part(pr[0], pr[1], root, timeout, memory_mb, verbose, user, python),
+                                zip(parts, loaded)))
     by_number = {r.part.number: r for r in results}
     for r in results:                                          # a backward builds on its forward
         if r.part.kind == "backward" and not r.passed:

@@ -10,7 +10,7 @@ import os
 import sys
 import tarfile
 
-from autograder.__main__ import default_submission
+from autograder.cli import default_submission
 
 
 def files_to_hand_in(root):

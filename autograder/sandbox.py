@@ -1,26 +1,39 @@
 """Run one part's cases in a child process with limits, and bring back plain arrays and a report.
 
-The child gets: a fresh working directory, no standard input, a minimal environment, ``python -I -B``
-(no user site, no PYTHON* variables, the script's folder not on sys.path), one BLAS thread, and limits on
-address space, CPU time and the size of any file it writes (which also caps what it prints). On a timeout
-its whole process group is killed. Whatever happens, the caller gets an ``Outcome``; nothing raises.
+The child gets: a fresh working directory (its only writable place, with /tmp), no standard input, a
+minimal environment, ``python -I -B`` (no user site, no PYTHON* variables, the script's folder not on
+sys.path), one BLAS thread, and limits on address space, CPU time, the size of any file it writes and, under
+``--run-as``, the number of processes of the sandbox user.
+
+The grader never opens a path the child could create, replace or point elsewhere. Everything travels over
+pipes the grader made before the child started: the request (configs and inputs) on one, the response on
+another, and what the child prints (stdout and stderr) on a third, which the grader drains as it comes,
+keeping only the tail. Each is read up to a limit; the response is a ``frames`` message (no compression)
+checked before it is decoded, and every string in it passes through ``untrusted``. When the part ends,
+``reaper.end`` kills and reaps the child and everything it started (as root, the child also runs in its own
+PID namespace where ``unshare`` can make one). Whatever happens, the caller gets an
+``Outcome``; nothing raises.
 """
+import contextlib
 import dataclasses
-import json
 import os
 import resource
+import select
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
-import numpy as np
+from autograder import frames, reaper, untrusted
 
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")
-OUTPUT_LIMIT = 1 << 20          # what a child may print (and the size of any file it writes): 1 MiB
+OUTPUT_LIMIT = 1 << 20          # what a child may print, and the size of any file it writes: 1 MiB
 RESPONSE_LIMIT = 16 << 20       # the most the parent will read back
+PROCESS_LIMIT = 128             # processes a child may start as the sandbox user (under --run-as)
+DRAIN_SECONDS = 2.0             # after the child is gone, how long to wait for the pipes to close
 
 
 @dataclasses.dataclass
@@ -33,17 +46,60 @@ class Outcome:
     seconds: float = 0.0
 
 
-def _limits(memory_mb, cpu_seconds, user):
+_users = {}                     # uid -> number of children running as it now
+_users_lock = threading.Lock()
+_work_dirs = set()              # children's working folders not removed yet
+
+
+def _tasks_of(uid):
+    """How many tasks (processes and threads) ``uid`` runs now: what RLIMIT_NPROC counts."""
+    count = 0
+    for name in os.listdir("/proc"):
+        with contextlib.suppress(OSError):
+            if name.isdigit() and os.stat(f"/proc/{name}").st_uid == uid:
+                count += len(os.listdir(f"/proc/{name}/task"))
+    return count
+
+
+def _limits(memory_mb, cpu_seconds, user, switch_user=True):
+    # RLIMIT_NPROC caps the tasks of the whole uid, so a fork bomb in one part would stop every other part
+    # of the same user from starting: each child may start PROCESS_LIMIT tasks beyond those running now.
+    processes = _tasks_of(user.pw_uid) + PROCESS_LIMIT if user is not None else None
+
     def apply():
         resource.setrlimit(resource.RLIMIT_AS, (memory_mb << 20, memory_mb << 20))
         resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
         resource.setrlimit(resource.RLIMIT_FSIZE, (OUTPUT_LIMIT, OUTPUT_LIMIT))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         if user is not None:
+            resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
             os.setgroups([])
-            os.setgid(user.pw_gid)
-            os.setuid(user.pw_uid)
+            if switch_user:                               # else unshare switches, inside the new namespace
+                os.setgid(user.pw_gid)
+                os.setuid(user.pw_uid)
     return apply
+
+
+_unshare = []                   # [path to unshare, or None], once known
+
+
+def pid_namespace():
+    """``unshare`` when a PID namespace can be made here (as root, util-linux present), else None. In one, the
+    child is process 1 and the kernel kills everything in it when the child ends: a second line of defence
+    behind ``reaper``, never required (Gradescope images may lack it). MYTORCH_GRADER_PID_NAMESPACE=0 turns
+    it off."""
+    if not _unshare:
+        wanted = os.geteuid() == 0 and os.environ.get("MYTORCH_GRADER_PID_NAMESPACE", "1") != "0"
+        path = shutil.which("unshare") if wanted else None
+        if path is not None:
+            try:
+                probe = subprocess.run([path, "--pid", "--fork", "--kill-child", "true"], capture_output=True,
+                                       timeout=10)
+                path = path if probe.returncode == 0 else None
+            except (OSError, subprocess.SubprocessError):
+                path = None
+        _unshare.append(path)
+    return _unshare[0]
 
 
 def _signal_reason(code, memory_mb, timeout):
@@ -51,89 +107,183 @@ def _signal_reason(code, memory_mb, timeout):
     reasons = {"SIGXCPU": f"used more than {timeout} s of CPU time (an infinite loop?)",
                "SIGKILL": f"was killed (out of memory? the limit is {memory_mb} MiB)",
                "SIGSEGV": "crashed with a segmentation fault",
-               "SIGXFSZ": f"printed or wrote more than {OUTPUT_LIMIT >> 20} MiB"}
+               "SIGXFSZ": f"wrote a file larger than {OUTPUT_LIMIT >> 20} MiB"}
     return reasons.get(name, f"was stopped by {name}")
 
 
-def write_request(path, configs, inputs_list):
-    arrays = {f"{k}:{name}": value for k, inputs in enumerate(inputs_list) for name, value in inputs.items()}
-    with open(path, "wb") as f:
-        np.savez(f, __configs__=np.array(json.dumps(configs)), **arrays)
+def request_bytes(configs, inputs_list):
+    return frames.encode(configs, {(k, name): value for k, inputs in enumerate(inputs_list)
+                                   for name, value in inputs.items()})
 
 
-def read_response(path, cases):
-    """The child's response file, checked: plain arrays only, a report per case. Raises ValueError if malformed."""
-    if os.path.getsize(path) > RESPONSE_LIMIT:
-        raise ValueError("the response is too large")
-    arrays = {}
-    with np.load(path, allow_pickle=False) as data:
-        report = json.loads(str(data["__report__"]))
-        for key in data.files:
-            if key != "__report__":
-                k, name = key.split(":", 1)
-                arrays[(int(k), name)] = np.asarray(data[key])
-    if not isinstance(report, list) or len(report) != cases or not all(isinstance(r, dict) for r in report):
-        raise ValueError("the report does not describe every case")
-    for r in report:
-        if not isinstance(r.get("types", {}), dict) or not isinstance(r.get("mutated", []), list):
-            raise ValueError("a case report is malformed")
-    return report, arrays
+def read_response(data, cases):
+    """The child's response, checked: ``(reports, {(case, name): array})``. Raises ValueError if malformed."""
+    meta, arrays = frames.decode(data, cases)
+    arrays = {(case, untrusted.text(name, 200)): a for (case, name), a in arrays.items()}
+    return untrusted.reports(meta, cases), arrays
 
 
-def run_child(root, configs, inputs_list, timeout=20.0, memory_mb=1024, user=None):
-    """Run the worker on ``root``'s mytorch for these cases. ``user``: a pwd entry to run as (when root)."""
-    start = time.monotonic()
-    tmp = tempfile.mkdtemp(prefix="mytorch-grade-")
+def _feed(fd, data):
+    """Write the request (in a thread: the pipe holds 64 KiB and the child may never read it)."""
     try:
-        request, response = os.path.join(tmp, "request.npz"), os.path.join(tmp, "response.npz")
-        work, out_path = os.path.join(tmp, "work"), os.path.join(tmp, "output.txt")
-        os.mkdir(work)
-        write_request(request, configs, inputs_list)
-        if user is not None:
-            for path in (tmp, work):
-                os.chown(path, user.pw_uid, user.pw_gid)
-            os.chmod(request, 0o644)
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": work, "LANG": "C.UTF-8",
-               "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-        timed_out = False
-        with open(out_path, "wb") as out:
-            try:
-                proc = subprocess.Popen([sys.executable, "-I", "-B", WORKER, os.path.abspath(root), request, response],
-                                        cwd=work, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                        env=env, start_new_session=True,
-                                        preexec_fn=_limits(memory_mb, int(timeout) + 1, user))
-            except (OSError, subprocess.SubprocessError) as error:
-                who = f" as user {user.pw_name}" if user is not None else ""
-                return Outcome(failure=f"could not be run: the grader failed to start Python{who} ({error})")
-            try:
-                code = proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)        # the child and anything it started
-            except (ProcessLookupError, PermissionError):
-                pass
-            code = proc.wait()
-        size = os.path.getsize(out_path)
-        with open(out_path, "rb") as f:
-            f.seek(max(0, size - 4000))
-            output = f.read().decode("utf-8", "replace")
-        outcome = Outcome(output=output, seconds=time.monotonic() - start)
-        if timed_out:
-            outcome.failure = f"did not finish within {timeout:g} s (an infinite loop, or far too slow)"
-        elif size >= OUTPUT_LIMIT:
-            outcome.failure = f"printed more than {OUTPUT_LIMIT >> 20} MiB of output; remove debugging prints"
-        elif not os.path.exists(response):
-            if code < 0:
-                outcome.failure = _signal_reason(code, memory_mb, timeout)
-            else:
-                outcome.failure = (f"the process exited with code {code} before returning its results "
-                                   "(does the code call sys.exit, os._exit or exit?)")
-        else:
-            try:
-                outcome.reports, outcome.arrays = read_response(response, len(configs))
-            except Exception as error:                      # anything malformed: the part fails, grading goes on
-                outcome.failure = f"returned results that could not be read ({type(error).__name__}: {error})"
-        return outcome
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    except OSError:
+        pass                                              # the child closed it or died: its outcome says why
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        os.close(fd)
+
+
+class _Pipes:
+    """The response and output pipes, read as data comes, each up to its limit."""
+
+    def __init__(self, response_fd, output_fd):
+        self.response, self.output = bytearray(), bytearray()
+        self.response_total = self.output_total = 0
+        self.open = {response_fd: "response", output_fd: "output"}
+
+    def read(self, seconds):
+        if not self.open:
+            time.sleep(min(seconds, 0.05))
+            return
+        ready, _, _ = select.select(list(self.open), [], [], seconds)
+        for fd in ready:
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                os.close(fd)
+                del self.open[fd]
+            elif self.open[fd] == "response":
+                self.response_total += len(chunk)
+                if self.response_total <= RESPONSE_LIMIT:
+                    self.response += chunk
+            else:
+                self.output_total += len(chunk)
+                self.output = (self.output + chunk)[-untrusted.OUTPUT_TAIL:]
+
+    def close(self):
+        for fd in self.open:
+            os.close(fd)
+        self.open = {}
+
+
+def _start(python, root, work, fds, memory_mb, timeout, user, out_w):
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": work, "TMPDIR": work, "LANG": "C.UTF-8",
+           "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    args = [python, "-I", "-B", WORKER, os.path.abspath(root)] + [str(fd) for fd in fds]
+    unshare = pid_namespace()
+    if unshare is not None:
+        who = ["--setgid", str(user.pw_gid), "--setuid", str(user.pw_uid)] if user is not None else []
+        args = [unshare, "--pid", "--fork", "--kill-child"] + who + ["--"] + args
+    limits = _limits(memory_mb, int(timeout) + 1, user, switch_user=unshare is None)
+    return reaper.spawn(lambda: subprocess.Popen(
+        args, cwd=work, stdin=subprocess.DEVNULL, stdout=out_w, stderr=out_w, env=env, pass_fds=fds,
+        start_new_session=True, preexec_fn=limits))
+
+
+def run_child(root, configs, inputs_list, timeout=20.0, memory_mb=1024, user=None, python=None):
+    """Run the worker on ``root``'s mytorch for these cases. ``user``: a pwd entry to run as (when root);
+    ``python``: the interpreter for the child (default: the grader's own)."""
+    start = time.monotonic()
+    reaper.become_subreaper()
+    request = request_bytes(configs, inputs_list)
+    work = tempfile.mkdtemp(prefix="mytorch-work-")
+    _work_dirs.add(work)
+    fds = []
+    if user is not None:
+        with _users_lock:
+            _users[user.pw_uid] = _users.get(user.pw_uid, 0) + 1
+    try:
+        if user is not None:
+            os.chown(work, user.pw_uid, user.pw_gid)
+        req_r, req_w = os.pipe()
+        resp_r, resp_w = os.pipe()
+        out_r, out_w = os.pipe()
+        fds = [req_w, resp_r, out_r]
+        try:
+            proc = _start(python or sys.executable, root, work, [req_r, resp_w], memory_mb, timeout, user, out_w)
+        except (OSError, subprocess.SubprocessError) as error:
+            who = f" as user {user.pw_name}" if user is not None else ""
+            return Outcome(failure=f"could not be run: the grader failed to start Python{who} ({error})")
+        finally:
+            for fd in (req_r, resp_w, out_w):
+                os.close(fd)
+        threading.Thread(target=_feed, args=(req_w, request), daemon=True).start()
+        fds = [resp_r, out_r]
+        pipes = _Pipes(resp_r, out_r)
+        deadline = start + timeout
+        timed_out = flooded = False
+        while proc.poll() is None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                timed_out = True
+                break
+            pipes.read(min(left, 0.1))
+            if pipes.output_total > OUTPUT_LIMIT:
+                flooded = True
+                break
+        reaper.end(proc)                               # the child and everything it started are gone
+        drain_until = time.monotonic() + DRAIN_SECONDS
+        while pipes.open and time.monotonic() < drain_until:
+            pipes.read(0.05)
+        pipes.close()
+        fds = []
+        return _outcome(proc.returncode, pipes, timed_out, flooded, len(configs), memory_mb, timeout, start)
+    finally:
+        for fd in fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        if user is not None:
+            with _users_lock:                          # no child of this user can start meanwhile
+                _users[user.pw_uid] -= 1
+                if _users[user.pw_uid] == 0:
+                    reaper.kill_user(user)             # anything that reached outside the grader's tree
+        shutil.rmtree(work, ignore_errors=True)
+        _work_dirs.discard(work)
+
+
+def free_space(user=None):
+    """Delete what children left on disk: their working folders and, under ``--run-as``, everything the
+    sandbox user owns at the top of the shared temporary folders. Call only once every child is dead."""
+    for work in list(_work_dirs):
+        shutil.rmtree(work, ignore_errors=True)
+    if user is None:
+        return
+    for top in {tempfile.gettempdir(), "/tmp", "/var/tmp", "/dev/shm"}:
+        try:
+            entries = list(os.scandir(top))
+        except OSError:
+            continue
+        for entry in entries:
+            with contextlib.suppress(OSError):
+                if entry.stat(follow_symlinks=False).st_uid != user.pw_uid:
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                else:
+                    os.unlink(entry.path)
+
+
+def _outcome(code, pipes, timed_out, flooded, cases, memory_mb, timeout, start):
+    outcome = Outcome(output=untrusted.output_tail(pipes.output), seconds=time.monotonic() - start)
+    if timed_out:
+        outcome.failure = f"did not finish within {timeout:g} s (an infinite loop, or far too slow)"
+    elif flooded or pipes.output_total > OUTPUT_LIMIT:
+        outcome.failure = f"printed more than {OUTPUT_LIMIT >> 20} MiB of output; remove debugging prints"
+    elif pipes.response_total > RESPONSE_LIMIT:
+        outcome.failure = f"returned more than {RESPONSE_LIMIT >> 20} MiB of results"
+    elif not pipes.response:
+        if code is not None and code < 0:
+            outcome.failure = _signal_reason(code, memory_mb, timeout)
+        else:
+            outcome.failure = (f"the process exited with code {code} before returning its results "
+                               "(does the code call sys.exit, os._exit or exit?)")
+    else:
+        try:
+            outcome.reports, outcome.arrays = read_response(bytes(pipes.response), cases)
+        except Exception as error:                      # anything malformed: the part fails, grading goes on
+            outcome.failure = f"returned results that could not be read ({untrusted.text(str(error), 300)})"
+    return outcome

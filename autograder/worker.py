@@ -1,31 +1,48 @@
-"""The child process: import the ``mytorch`` found in ROOT, run one part's cases, write plain arrays back.
+"""The child process: import the ``mytorch`` found in ROOT, run one part's cases, send plain arrays back.
 
-    python -I worker.py ROOT REQUEST.npz RESPONSE.npz
+    python -I worker.py ROOT REQUEST_FD RESPONSE_FD
 
-Started by the grading process with resource limits; nothing here is trusted by it. ``driver.py`` is loaded
-from beside this file by path, so the only directory added to ``sys.path`` is ROOT.
+Started by the grading process with resource limits; nothing here is trusted by it. The request (configs
+and inputs) is read from the pipe REQUEST_FD before any student code runs; the response (per-case reports
+and arrays) is one ``frames`` message written to the pipe RESPONSE_FD. ``driver.py`` and ``frames.py`` are
+loaded from beside this file by path, so the only directory added to ``sys.path`` is ROOT.
 """
 import importlib.util
 import json
 import os
 import sys
 
+HERE = os.path.dirname(os.path.abspath(__file__))
 
-def main(root, request_path, response_path):
-    import numpy as np
 
-    spec = importlib.util.spec_from_file_location("_autograder_driver",
-                                                  os.path.join(os.path.dirname(os.path.abspath(__file__)), "driver.py"))
-    driver = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(driver)
+def _load(name):
+    spec = importlib.util.spec_from_file_location(f"_autograder_{name}", os.path.join(HERE, f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
-    with np.load(request_path, allow_pickle=False) as request:
-        configs = json.loads(str(request["__configs__"]))
-        inputs = [{} for _ in configs]
-        for key in request.files:
-            if key != "__configs__":
-                k, name = key.split(":", 1)
-                inputs[int(k)][name] = request[key]
+
+def _read_all(fd):
+    chunks = []
+    while True:
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            os.close(fd)
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+def _every_case_failed(configs, status, message, where=""):
+    return [{"status": status, "error": message, "where": where, "types": {}, "mutated": []} for _ in configs]
+
+
+def main(root, request_fd, response_fd):
+    driver, frames = _load("driver"), _load("frames")
+    configs, arrays = frames.decode(_read_all(int(request_fd)))
+    inputs = [{} for _ in configs]
+    for (k, name), value in arrays.items():
+        inputs[k][name] = value
+    response_fd = int(response_fd)
 
     sys.path.insert(0, root)
     try:
@@ -34,18 +51,33 @@ def main(root, request_path, response_path):
         if not location.startswith(os.path.realpath(root) + os.sep):
             raise ImportError(f"mytorch was imported from {location}, not from the submission in {root}")
     except BaseException as error:                      # SyntaxError, ImportError, SystemExit at import …
-        where = driver.where_in(error, root)
-        message = f"importing mytorch failed: {type(error).__name__}: {error}"[:2000]
-        report = json.dumps([{"status": "import_error", "error": message, "where": where, "types": {}, "mutated": []}
-                             for _ in configs])
-        arrays = {}
+        arrays, report = {}, _every_case_failed(configs, "import_error",
+                                                f"importing mytorch failed: {driver.describe_error(error)}",
+                                                _where(driver, error, root))
     else:
-        arrays, report = driver.run(mytorch, root, configs, inputs)
+        try:
+            arrays, report_json = driver.run(mytorch, root, configs, inputs)
+            report = json.loads(report_json)
+            arrays = {(int(key.split(":", 1)[0]), key.split(":", 1)[1]): value for key, value in arrays.items()}
+        except BaseException as error:                  # e.g. an exception the driver could not describe
+            arrays, report = {}, _every_case_failed(configs, "error", "the grader could not report what your code "
+                                                    f"did: {driver.describe_error(error)}")
+    try:
+        message = frames.encode(report, arrays)
+    except BaseException as error:
+        message = frames.encode(_every_case_failed(configs, "error", "the grader could not send back what your "
+                                                   f"code returned: {driver.describe_error(error)}"), {})
+    view = memoryview(message)
+    while view:
+        view = view[os.write(response_fd, view):]
+    os.close(response_fd)
 
-    partial = response_path + ".partial"
-    with open(partial, "wb") as f:
-        np.savez(f, __report__=np.array(report), **arrays)
-    os.replace(partial, response_path)
+
+def _where(driver, error, root):
+    try:
+        return driver.where_in(error, root)
+    except BaseException:
+        return ""
 
 
 if __name__ == "__main__":

@@ -1,0 +1,175 @@
+"""The grading command and the options every command shares (``__main__`` only dispatches to these).
+
+    python -m autograder [PART ...] [--verbose] [--json PATH] [--gradescope] [--timeout S] [--memory MB]
+                         [--submission DIR] [--fresh-seed [SEED]] [--solution DIR] [--jobs N]
+                         [--run-as USER] [--python PATH]
+"""
+import argparse
+import errno
+import os
+import pwd
+import secrets
+import subprocess
+import sys
+import time
+
+from autograder import grade, reaper, report, sandbox, spec, untrusted
+
+GRADESCOPE_RESULTS = "/autograder/results/results.json"
+HERE = os.path.dirname(os.path.abspath(__file__))
+FULL_DISK = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
+
+def default_submission():
+    """The folder whose ``mytorch`` is graded: the current folder if it has one, else this checkout."""
+    if os.path.isfile(os.path.join(os.getcwd(), "mytorch", "__init__.py")):
+        return os.getcwd()
+    return os.path.dirname(HERE)
+
+
+def add_common(parser):
+    parser.add_argument("--timeout", type=float, default=20.0, metavar="S", help="seconds per part (default 20)")
+    parser.add_argument("--memory", type=int, default=1024, metavar="MB", help="memory per part (default 1024)")
+    parser.add_argument("--fresh-seed", nargs="?", const="random", default=None, metavar="SEED",
+                        help="instructors: grade on new cases drawn from SEED (default: a random one), with "
+                             "references computed by the solution (--solution)")
+    parser.add_argument("--solution", default=None, metavar="DIR",
+                        help="folder holding the instructor's solution mytorch (default: this checkout)")
+    parser.add_argument("--jobs", type=int, default=None, metavar="N", help="parallel child processes")
+    parser.add_argument("--run-as", default=None, metavar="USER",
+                        help="run student code as this unprivileged user (needs root)")
+    parser.add_argument("--python", default=None, metavar="PATH",
+                        help="the Python (with numpy) that runs student code; with --run-as that user must be "
+                             "able to run it (default: this Python)")
+
+
+def grade_parser():
+    parser = argparse.ArgumentParser(prog="python -m autograder",
+                                     description="Grade the recurrent cells in mytorch against reference arrays.",
+                                     epilog="Other commands: 'batch DIR' (instructors: a folder of submissions) "
+                                            "and 'handin' (write handin.tar).")
+    parser.add_argument("parts", nargs="*", metavar="PART", help="part numbers (2.1) or sections (2); default all")
+    parser.add_argument("--verbose", "-v", action="store_true", help="show every case, passing ones too")
+    parser.add_argument("--json", metavar="PATH", help="write the results (Gradescope's format) to PATH")
+    parser.add_argument("--gradescope", action="store_true",
+                        help=f"write Gradescope's results.json (to {GRADESCOPE_RESULTS} unless --json says where)")
+    parser.add_argument("--submission", default=None, metavar="DIR", help="folder holding the mytorch to grade")
+    add_common(parser)
+    return parser
+
+
+def resolve_fresh_seed(value):
+    if value is None:
+        return None
+    if value == "random":
+        return secrets.randbelow(2 ** 31)
+    try:
+        return int(value)
+    except ValueError:
+        raise SystemExit(f"python -m autograder: error: --fresh-seed takes an integer, got {value!r}") from None
+
+
+def resolve_solution(args, fresh_seed):
+    if fresh_seed is None:
+        return None
+    solution = os.path.abspath(args.solution or os.path.dirname(HERE))
+    if not os.path.isfile(os.path.join(solution, "mytorch", "__init__.py")):
+        raise SystemExit(f"python -m autograder: error: --fresh-seed needs the solution: no mytorch in {solution} "
+                         "(give --solution DIR)")
+    return solution
+
+
+def resolve_user(parser, name):
+    """The pwd entry of ``--run-as`` (None without it); a usage error unless it is a real user and we are root."""
+    if name is None:
+        return None
+    try:
+        user = pwd.getpwnam(name)
+    except KeyError:
+        parser.error(f"--run-as: no user named {name!r}")
+    if os.geteuid() != 0:
+        parser.error("--run-as needs root")
+    if user.pw_uid == 0:
+        parser.error(f"--run-as: {name!r} is root; name an unprivileged user")
+    return user
+
+
+def resolve_python(parser, path, user=None):
+    """The child's Python (None: this one), checked to run and import numpy as ``user`` when there is one."""
+    if path is not None and not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        parser.error(f"--python: {path} is not an executable file")
+    python = os.path.abspath(path) if path is not None else None
+    if user is not None:
+        def become():
+            os.setgroups([])
+            os.setgid(user.pw_gid)
+            os.setuid(user.pw_uid)
+        try:
+            probe = subprocess.run([python or sys.executable, "-I", "-c", "import numpy"], cwd="/",
+                                   stdin=subprocess.DEVNULL, capture_output=True, preexec_fn=become, timeout=60)
+            problem = probe.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] if probe.returncode else None
+        except (OSError, subprocess.SubprocessError) as error:
+            problem = [str(error)]
+        if problem is not None:
+            parser.error(f"user {user.pw_name} cannot run {python or sys.executable} with numpy "
+                         f"({untrusted.text(' '.join(problem), 300)}): give --python PATH, e.g. a venv made from "
+                         "the system Python with numpy installed")
+    return python
+
+
+def write_results(path, payload, user=None):
+    """Write the results file atomically; if the disk is full, free what student code left and try again.
+    Returns False (after saying why on stderr) if it still cannot be written."""
+    for attempt in range(2):
+        try:
+            report.write_json(path, payload)
+            return True
+        except OSError as error:
+            if error.errno not in FULL_DISK or attempt:
+                print(f"Could not write the results to {path}: {error.strerror or error}", file=sys.stderr)
+                return False
+            sandbox.free_space(user)
+    return False
+
+
+def _placeholder(parts, message):
+    return [grade.PartResult(p, 0.0, "error", message) for p in parts]
+
+
+def main_grade(argv):
+    parser = grade_parser()
+    args = parser.parse_args(argv)
+    try:
+        parts = spec.select_parts(args.parts)
+    except ValueError as error:
+        parser.error(str(error))
+    root = os.path.abspath(args.submission or default_submission())
+    user = resolve_user(parser, args.run_as)
+    python = resolve_python(parser, args.python, user)
+    fresh_seed = resolve_fresh_seed(args.fresh_seed)
+    solution = resolve_solution(args, fresh_seed)
+    results_path = args.json or (GRADESCOPE_RESULTS if args.gradescope else None)
+    start = time.monotonic()
+    results = []
+    reaper.become_subreaper()
+    if results_path:                                      # before any student code runs
+        write_results(results_path, report.gradescope(
+            _placeholder(parts, "the grader stopped before grading this part"), 0.0), user)
+    try:
+        if not os.path.isfile(os.path.join(root, "mytorch", "__init__.py")):
+            print(f"No mytorch package in {root}: run from the folder that holds mytorch/, or give --submission DIR.")
+        results = grade.grade(root, parts, timeout=args.timeout, memory_mb=args.memory, verbose=args.verbose,
+                              fresh_seed=fresh_seed, solution=solution, jobs=args.jobs, user=user, python=python)
+        if fresh_seed is not None:
+            print(f"Graded on fresh cases from seed {fresh_seed}.")
+        print(report.table(results, time.monotonic() - start, args.verbose))
+    finally:
+        reaper.end_orphans()                              # every child is dead before the results are written
+        if user is not None:
+            reaper.kill_user(user)
+        if results_path:                                  # written always, even if grading itself broke
+            if len(results) != len(parts):
+                results = _placeholder(parts, "the grader stopped before grading this part")
+            if write_results(results_path, report.gradescope(results, time.monotonic() - start), user):
+                print(f"Results written to {results_path}")
+    return 0

@@ -1,0 +1,132 @@
+"""Ending every process a part started, whatever it did to hide (new session, new process group, double fork).
+
+The grading process makes itself a *child subreaper* (Linux ``prctl(PR_SET_CHILD_SUBREAPER)``): a process
+whose parent dies is re-parented to the grader instead of to init, so nothing a child starts can leave the
+grader's tree. When a part ends, ``end`` kills the part's child and every descendant, then every orphan
+re-parented to the grader (a process whose parent is the grader but that the grader did not start itself),
+and reaps them, until none is left. Under ``--run-as``, ``kill_user`` also kills every process of the sandbox
+user (it may have reached a system service), once no part runs as that user any more.
+
+The grader must start every process it runs through ``spawn`` (so it is told apart from an orphan), and the
+program embedding it should start no other processes while grading.
+"""
+import contextlib
+import ctypes
+import os
+import signal
+import threading
+import time
+
+PR_SET_DUMPABLE = 4
+PR_SET_CHILD_SUBREAPER = 36
+_lock = threading.Lock()            # held while starting a process and while sweeping orphans
+_ours = set()                       # processes this module started and has not reaped yet
+_subreaper = None
+
+
+def become_subreaper():
+    """Make this process the reaper of its orphaned descendants (once; True if the kernel agreed). Also make
+    it non-dumpable, so a child running as the same user cannot trace it or write its memory."""
+    global _subreaper
+    if _subreaper is None:
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+            _subreaper = libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+        except (OSError, AttributeError):
+            _subreaper = False
+    return _subreaper
+
+
+def spawn(start):
+    """``start()`` (which starts one process and returns its Popen) with the process recorded as ours."""
+    with _lock:
+        proc = start()
+        _ours.add(proc.pid)
+    return proc
+
+
+def _table():
+    """{pid: (parent pid, state letter)} of every process, from /proc."""
+    table = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat", "rb") as f:
+                    fields = f.read().rpartition(b")")[2].split()
+                table[int(name)] = (int(fields[1]), fields[0].decode())
+            except (OSError, ValueError, IndexError):
+                pass                                  # it ended while we looked
+    return table
+
+
+def _descendants(table, roots):
+    children = {}
+    for pid, (ppid, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    found, todo = set(), list(roots)
+    while todo:
+        pid = todo.pop()
+        if pid not in found:
+            found.add(pid)
+            todo += children.get(pid, [])
+    return found
+
+
+def _kill(pids):
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _sweep_once(roots):
+    """Kill ``roots``, the orphans and all their descendants; reap the orphans. True when none was alive."""
+    me = os.getpid()
+    with _lock:
+        table = _table()
+        orphans = {pid for pid, (ppid, _) in table.items() if ppid == me and pid not in _ours}
+        victims = _descendants(table, set(roots) | orphans)
+        alive = {pid for pid in victims if pid in table and table[pid][1] != "Z"}
+        _kill(alive)
+        for pid in orphans:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)
+    return not alive and not orphans
+
+
+def end(proc, budget=10.0):
+    """Kill ``proc`` (a Popen from ``spawn``) and everything it started; reap them all."""
+    deadline = time.monotonic() + budget
+    if proc.returncode is None:                       # not reaped yet, so its pid is still its own
+        _sweep_once([proc.pid])
+    with contextlib.suppress(Exception):
+        proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+    with _lock:
+        _ours.discard(proc.pid)
+    end_orphans(max(0.1, deadline - time.monotonic()))
+
+
+def kill_user(user):
+    """Kill every process of ``user`` (a pwd entry): a short-lived helper takes that uid and kills -1."""
+    if user is None or user.pw_uid == 0:
+        return
+    with _lock:
+        pid = os.fork()
+        if pid == 0:                                  # the helper: only system calls, then out
+            try:
+                os.setgroups([])
+                os.setgid(user.pw_gid)
+                os.setuid(user.pw_uid)
+                os.kill(-1, signal.SIGKILL)           # every process this uid may signal; the helper too
+            finally:
+                os._exit(0)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+    end_orphans()
+
+
+def end_orphans(budget=5.0):
+    """Kill and reap every orphan re-parented to the grader (at the end of a run)."""
+    deadline = time.monotonic() + budget
+    while not _sweep_once([]) and time.monotonic() < deadline:
+        time.sleep(0.01)

@@ -1,0 +1,31 @@
+"""The sha256 of every reference data file, written by python -m autograder.generate with data/manifest.json.
+
+The grader checks the data against these too, so the data and its manifest cannot be rewritten together unnoticed."""
+FILES = {
+    'part_1.1.npz': '58c3ae1744a0e788ac05c0b20f8469d76f162670f819fe6557aa122c9977cfd7',
+    'part_1.2.npz': 'b207de1ac1cb558c8248bb2db6da3169bd0a555ab31392941ec7ae793cfe28a0',
+    'part_2.1.npz': 'dafcc2e9b37b97aa74b1326679097c571030d601ba7e1b0034cff0be2ef024d2',
+    'part_2.2.npz': '2e12072286b875b9a179d068435974586317ba2b321629f8ae4daa4775e6605c',
+    'part_3.1.npz': 'da877fb67d49336ee132c70845223e880cdc69923da1f55f7b933e9e87822a21',
+    'part_3.2.npz': '890eb64e6ef25a69b78acf43a574189d08b3446ee0523eafaffeccdcb5bfaf55',
+    'part_4.1.npz': '1a5053264f550a3d10320428588103b28bddf8031f1c20e4ee48ffaf38ef5451',
+    'part_4.2.npz': '6dbdfc85dc2f6da2bfe87460c98c21bf42e3d1860f1f27f284cb7e9e693aa5a0',
+    'part_5.1.npz': 'b7e80e4401c237d30c860a1dffa5550be650de3e328a226d300b5431d9f74ad1',
+    'part_5.2.npz': '5260bd9e6901bcdfcccbfd0a6c540663278179fe4d0554d6d664e96d7a50bc79',
+    'part_6.1.npz': 'e623cea9ade530842d4a97a71501067ac4dd24cd4cc6a098073fad287ee52742',
+    'part_6.2.npz': 'aca66538905d7e722094571e4645a0921adf4ff6dbf3917e7fd7f9fedacca690',
+    'part_6.3.npz': '920857ee16c3ae1874e09bb0b006c7741826fb22620b03c5cce1d4ea8f8fbf15',
+    'part_6.4.npz': '463bf5ed0fc7bfb8f3193f5113452c838030cb25d322bdae0ce7b96f07278133',
+    'part_6.5.npz': 'e5b61fc20b686abdf3f5a07c0af29ab0f20c71d0fbeeeddc690f8a83590e94b7',
+    'part_7.1.npz': '1dd0e55dc97e7b11fefc0429383d055341d04d409aa535d30fb478f067afba5d',
+    'part_7.2.npz': '99130c4c348d1203d9911c6e910e897c11e32433c6edaa708bdaff29d0cc9cfc',
+    'part_7.3.npz': 'ebc7497088ff0237018191285dd30551d165f77412fdae63293e92f347e33f26',
+    'part_8.1.npz': '0351008ddaa376ddb8590cb854ee3d9952b3d4db6a12f5abc8a5944715e0e219',
+    'part_8.2.npz': 'ba5c1609c98551408650757864fa80e390f480033a351ad86a4010d884b57e68',
+    'part_8.3.npz': '1deffdad5214bd0430a05a04ae9b6ba3e0be62719c01e63045df9a7f6391ca51',
+    'part_8.4.npz': 'd0acc370145207b5db13c4e32f02c7331963f3513d221420462d82d61d90e0c2',
+    'part_8.5.npz': '7da4a22e26e949df14dd5b0f77d05e3b78a1fbaa882a24314e663357d32a6112',
+    'part_8.6.npz': 'a6ff72d9ecad8fbf7b8f58e31afc1f1b51c1d7a699173df554471d487054543b',
+    'part_8.7.npz': '5c7a7ba493125c866d4195876f56b1e29f7e6a06da0a5c17133782082a4e9d41',
+    'part_8.8.npz': 'cdec83450c5531b509a176be6c3c7a0e0e30ade34662122e562d5e07a8fd9fe8',
+}

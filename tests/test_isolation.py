@@ -1,0 +1,169 @@
+"""Unpacking what is handed in (bounded, no links or escapes, cleaned up), the grader's own code and data (never a
+submission's, not rewritable together with its manifest), and private copies of submissions."""
+import hashlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import zipfile
+
+import pytest
+
+from autograder import archive, isolation
+from tests.graderkit import REPO, check_gradescope, load_results, make_grader_copy, make_submission
+
+
+def _zip(path, members):
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, content in members:
+            z.writestr(name, content)
+    return path
+
+
+def _tar(path, members):
+    with tarfile.open(path, "w") as tar:
+        for info, content in members:
+            tar.addfile(info, io.BytesIO(content) if content is not None else None)
+    return path
+
+
+def _link(name, target, kind=tarfile.SYMTYPE):
+    info = tarfile.TarInfo(name)
+    info.type, info.linkname = kind, target
+    return info, None
+
+
+def _file(name, content=b"x"):
+    info = tarfile.TarInfo(name)
+    info.size = len(content)
+    return info, content
+
+
+HOSTILE = {
+    # name: (write the archive to a path, what the refusal says)
+    "deflate bomb": (lambda p: _zip(p, [("mytorch/big.py", bytes(archive.BYTES + (1 << 20)))]), "more than 64 MiB"),
+    "too many members": (lambda p: _zip(p, [(f"m/{k}.py", b"") for k in range(archive.MEMBERS + 1)]),
+                         f"more than {archive.MEMBERS} files"),
+    "parent folder": (lambda p: _tar(p, [_file("../../evil.py")]), "points outside"),
+    "absolute path": (lambda p: _zip(p, [("/tmp/evil.py", b"x")]), "points outside"),
+    "symbolic link": (lambda p: _tar(p, [_link("mytorch/secret", "/etc/shadow")]), "a link or a special file"),
+    "hard link": (lambda p: _tar(p, [_link("mytorch/secret", "/etc/shadow", tarfile.LNKTYPE)]),
+                  "a link or a special file"),
+    "a FIFO": (lambda p: _tar(p, [_link("mytorch/fifo", "", tarfile.FIFOTYPE)]), "a link or a special file"),
+    "a name given twice": (lambda p: _tar(p, [_file("mytorch/a.py"), _file("mytorch/a.py")]), "given twice"),
+}
+# the archive's format is found from its bytes, not its name
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_hostile_archives_are_refused(name, tmp_path):
+    make, reason = HOSTILE[name]
+    path = make(str(tmp_path / "handin"))
+    os.makedirs(tmp_path / "out")
+    with pytest.raises(archive.UnpackError) as error:
+        archive.unpack(path, str(tmp_path / "out"))
+    assert reason in str(error.value)
+    assert not os.path.exists(tmp_path / "evil.py") and not os.path.exists("/tmp/evil.py")
+    written = sum(os.path.getsize(os.path.join(f, n)) for f, _, names in os.walk(tmp_path / "out") for n in names)
+    assert written <= archive.BYTES
+
+
+def test_gradescope_refuses_a_bomb_writes_results_and_cleans_up(tmp_path):
+    root = tmp_path / "autograder"
+    (root / "submission").mkdir(parents=True)
+    _zip(str(root / "submission" / "handin.zip"), [("mytorch/__init__.py", bytes(archive.BYTES + 1))])
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    proc = subprocess.run([sys.executable, "-m", "autograder", "gradescope", "--root", str(root)], cwd=REPO,
+                          env=dict(os.environ, PYTHONPATH="", TMPDIR=str(temp)), capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    tests = check_gradescope(load_results(root / "results" / "results.json"))
+    assert all(t["score"] == 0 and "more than 64 MiB" in t["output"] for t in tests.values())
+    assert os.listdir(temp) == []                                   # the unpack folders are gone
+
+
+def test_an_autograder_shipped_in_a_submission_is_never_imported(tmp_path):
+    """Batch and Gradescope grade the submission's mytorch with the grader's own code; the shipped
+    autograder package would leave a mark if anything imported it."""
+    mark = tmp_path / "imported"
+    subs = tmp_path / "subs"
+    for where in (subs / "eve", tmp_path / "autograder" / "submission"):
+        make_submission(where)
+        os.makedirs(where / "autograder")
+        for name in ("__init__.py", "__main__.py", "grade.py", "cli.py"):
+            (where / "autograder" / name).write_text(f"open({str(mark)!r}, 'w').write('imported')\n")
+    env = dict(os.environ, PYTHONPATH="")
+    batch = subprocess.run([sys.executable, "-m", "autograder", "batch", str(subs), "--jobs", "2"], cwd=REPO,
+                           env=env, capture_output=True, text=True, timeout=300)
+    assert batch.returncode == 0, batch.stderr
+    assert (subs / "scores.csv").read_text().splitlines()[1].endswith(",100")
+    scope = subprocess.run([sys.executable, "-m", "autograder", "gradescope", "--root", str(tmp_path / "autograder")],
+                           cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert scope.returncode == 0, scope.stderr
+    assert load_results(tmp_path / "autograder" / "results" / "results.json")["score"] == 100
+    assert not mark.exists()
+
+
+def test_batch_refuses_a_grader_inside_the_submissions(tmp_path):
+    subs = tmp_path / "subs"
+    make_submission(subs / "eve")
+    grader = make_grader_copy(subs / "eve")
+    proc = subprocess.run([sys.executable, "-m", "autograder", "batch", str(subs)], cwd=grader,
+                          env=dict(os.environ, PYTHONPATH=""), capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "imported from inside" in proc.stderr
+
+
+def test_reference_data_and_manifest_rewritten_together_are_caught(tmp_path):
+    grader = make_grader_copy(tmp_path / "grader")
+    data = os.path.join(grader, "autograder", "data")
+    shutil.copy(os.path.join(data, "part_2.1.npz"), os.path.join(data, "part_1.1.npz"))   # a consistent forgery
+    with open(os.path.join(data, "manifest.json")) as f:
+        manifest = json.load(f)
+    with open(os.path.join(data, "part_1.1.npz"), "rb") as f:
+        manifest["files"]["part_1.1.npz"] = hashlib.sha256(f.read()).hexdigest()
+    with open(os.path.join(data, "manifest.json"), "w") as f:
+        json.dump(manifest, f)
+    proc = subprocess.run([sys.executable, "-m", "autograder", "1.1", "2.1", "--json", str(tmp_path / "r.json"),
+                           "--submission", REPO],
+                          cwd=grader, env=dict(os.environ, PYTHONPATH=""), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0
+    tests = check_gradescope(load_results(tmp_path / "r.json"))
+    assert tests["1.1"]["score"] == 0 and "compiled into the grader" in tests["1.1"]["output"]
+    assert tests["2.1"]["score"] == tests["2.1"]["max_score"]
+
+
+def test_private_copy_leaves_out_links_and_special_files(tmp_path):
+    package = tmp_path / "sub" / "mytorch"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("x = 1\n")
+    os.symlink("/etc/passwd", package / "passwd.py")
+    os.symlink("/etc", package / "etc")
+    os.mkfifo(package / "pipe")
+    copy = isolation.private_copy(str(package), str(tmp_path / "copy" / "mytorch"))
+    assert sorted(os.listdir(copy)) == ["__init__.py"]
+    assert oct(os.stat(copy).st_mode & 0o777) == "0o755" and oct(os.stat(copy + "/__init__.py").st_mode & 0o777) == "0o644"
+
+
+def test_reference_files_swapped_for_a_fifo_or_a_link_do_not_hang_the_next_run(tmp_path):
+    """Local mode: student code runs as the grader's user and may replace the data for the next run."""
+    grader = make_grader_copy(tmp_path / "grader")
+    data = os.path.join(grader, "autograder", "data")
+    os.remove(os.path.join(data, "part_1.1.npz"))
+    os.mkfifo(os.path.join(data, "part_1.1.npz"))
+    os.remove(os.path.join(data, "part_2.1.npz"))
+    os.symlink(os.path.join(REPO, "autograder", "data", "part_2.1.npz"), os.path.join(data, "part_2.1.npz"))
+    run = [sys.executable, "-m", "autograder", "1.1", "2.1", "--submission", REPO, "--json", str(tmp_path / "r.json")]
+    proc = subprocess.run(run, cwd=grader, env=dict(os.environ, PYTHONPATH=""), capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0 and "Traceback" not in proc.stdout + proc.stderr
+    tests = check_gradescope(load_results(tmp_path / "r.json"))
+    assert all(t["score"] == 0 and "cannot be read" in t["output"] for t in tests.values())
+    os.remove(os.path.join(data, "manifest.json"))
+    os.mkfifo(os.path.join(data, "manifest.json"))
+    proc = subprocess.run(run, cwd=grader, env=dict(os.environ, PYTHONPATH=""), capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0 and "manifest" in load_results(tmp_path / "r.json")["tests"][0]["output"]
