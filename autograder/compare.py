@@ -12,6 +12,7 @@ and relative errors, where the first large difference is, and a hint when the pa
 """
 import dataclasses
 import itertools
+import re
 
 import numpy as np
 
@@ -69,22 +70,45 @@ def transform_hints(name, actual, expected, batch):
     return hints
 
 
-def compare(name, actual, expected, type_text, variants=(), batch=None):
-    """The verdict on one array. ``variants``: (hint text, array) pairs of known mistakes' outputs."""
+def _shape_words(shape):
+    return "a single number" if shape == () else f"shape {shape}"
+
+
+def squeeze_hints(name, actual_shape, expected_shape, scalar_type=False):
+    """Hints for a result that lost axes of length 1 (np.squeeze, .item(), a sum): recognised from shapes."""
+    kept = tuple(d for d in expected_shape if d != 1)
+    if scalar_type or (actual_shape != expected_shape and tuple(d for d in actual_shape if d != 1) == kept
+                       and len(actual_shape) < len(expected_shape)):
+        return [f"{name} lost an axis of length 1 ({_shape_words(actual_shape)} instead of {expected_shape}): "
+                "np.squeeze (or .item(), a sum) drops every such axis, the batch axis too when N = 1. Inside the "
+                "cell arrays are always (N, ·), unbatched input as N = 1, and the cell removes that axis itself "
+                "when it returns, so keep the batch axis (index or reshape explicitly instead of squeezing)"]
+    return []
+
+
+def compare(name, actual, expected, type_text, variants=(), batch=None, steps=None, sequence=False):
+    """The verdict on one array. ``variants``: (hint text, array) pairs of known mistakes' outputs.
+
+    ``steps``: the array stacks one value per backward call on axis 0 (the driver's step axis, not the
+    student's); shapes and indices are then reported as the student's call returned them.
+    """
+    per_step = expected.shape[1:] if steps else expected.shape
     if type_text is None:
-        return Verdict(False, f"{name}: nothing was returned or set (expected an array of shape {expected.shape})")
+        return Verdict(False, f"{name}: nothing was returned or set (expected an array of shape {per_step})")
     if actual is None:
-        return Verdict(False, f"{name}: expected a numpy.ndarray of shape {expected.shape}, got {type_text}")
+        scalar = type_text.replace("per step: ", "").startswith(("numpy.float", "numpy.int", "float", "int"))
+        return Verdict(False, f"{name}: expected a numpy.ndarray of shape {per_step}, got {type_text}",
+                       tuple(squeeze_hints(name, (), per_step, scalar_type=True) if scalar else ()))
     if actual.dtype != expected.dtype:
         hint = ()
         if actual.dtype == np.float32:
             hint = ("something converts to float32 (np.float32, astype, a float32 constant array): keep the "
                     "dtype of the inputs (float64)",)
         return Verdict(False, f"{name}: dtype {actual.dtype}, expected {expected.dtype}", hint)
-    hints = []
     if actual.shape != expected.shape:
-        hints = transform_hints(name, actual, expected, batch)
-        return Verdict(False, f"{name}: shape {actual.shape}, expected {expected.shape}", tuple(hints))
+        got = actual.shape[1:] if steps and actual.ndim >= 1 and actual.shape[0] == expected.shape[0] else actual.shape
+        hints = squeeze_hints(name, got, per_step) or transform_hints(name, actual, expected, batch)
+        return Verdict(False, f"{name}: shape {got}, expected {per_step}", tuple(hints))
     if close(actual, expected):
         return Verdict(True)
     diff = np.abs(actual.astype(np.float64) - expected)
@@ -92,26 +116,74 @@ def compare(name, actual, expected, type_text, variants=(), batch=None):
     first = tuple(int(i) for i in np.argwhere(bad)[0])
     with np.errstate(divide="ignore", invalid="ignore"):
         rel = np.nanmax(np.where(bad, diff / np.maximum(np.abs(expected), 1e-12), 0.0))
+    where = f"index {first}"
+    if steps:
+        where = f"index {first[1:]}" if steps == 1 else f"index {first[1:]} of step {first[0] + 1}'s backward"
     lines = [f"{name}: values differ in {int(bad.sum())} of {bad.size} entries; "
              f"max abs error {np.nanmax(diff):.3g}, max rel error {rel:.3g}",
-             f"  first at index {first}: got {actual[first]:.6g}, expected {expected[first]:.6g}"]
+             f"  first at {where}: got {actual[first]:.6g}, expected {expected[first]:.6g}"]
     if np.isnan(actual).any():
         lines.append(f"  {name} contains NaN: look for 0/0, log of a negative number, or overflow in exp")
     hints = transform_hints(name, actual, expected, batch)
     hints += [text for text, variant in variants if variant.shape == actual.shape and close(actual, variant)]
+    if name.startswith("grad/") and not actual.any() and expected.any():
+        hints.append(ZERO_GRAD_SEQUENCE.format(name=name) if sequence else ZERO_GRAD.format(name=name))
     return Verdict(False, "\n".join(lines), tuple(dict.fromkeys(hints)))
 
 
-def error_hints(error):
-    """Hints recognised from an exception's text."""
+ZERO_GRAD = ("{name} is all zeros: backward must add each step's gradient into the cell's own array, "
+             "self.grads[...] += …")
+ZERO_GRAD_SEQUENCE = ("{name} is all zeros: the layer's grads are the cells' own arrays, shared. A cell "
+                      "that writes grads[name] = … binds a new array the layer never sees; add into the "
+                      "existing one with grads[name] += …")
+TRANSPOSE_WEIGHT = ("the inner sizes of `@` must agree, (N, k) @ (k, M). Weights are stored (out, in) as in "
+                    "PyTorch: forward multiplies by the transpose, x @ W.T is (N, I) @ (I, H); backward by "
+                    "the weight itself, da @ W is (N, H) @ (H, I). Check the .T on {operand} in this line")
+ELEMENTWISE = ("`@` is a matrix product: an elementwise product (⊙ in the equations, e.g. r ⊙ h) is `*` "
+               "in NumPy")
+MATMUL_EITHER = ("the inner sizes of `@` must agree, (N, k) @ (k, M): either one side needs a transpose "
+                 "(weights are stored (out, in): x @ W.T), or the equation means an elementwise product, `*`")
+LAYER_ORDER = ("in BPTT the gradient added to layer l's h is the dx that layer l + 1 just returned: at each "
+               "step walk the layers from the top down, reversed(range(num_layers))")
+UNBATCHED_NO_STATE = ("this case is unbatched, X is (T, I), and passes no initial state: for unbatched input "
+                      "every state is (H,), with no batch axis; pass None on to the cell and it makes its own")
+STABLE_SIGMOID = ("1 / (1 + np.exp(-a)) overflows for a below about -709 (it still returns 0, with this "
+                  "warning); use mytorch.functional.sigmoid (F.sigmoid), which never overflows: "
+                  "exp(min(a, 0)) / (1 + exp(-|a|))")
+CACHE_FIELD = ("forward's Cache has no field {field}: what backward (and the grader) read must be stored by "
+               "forward, Cache(..., {field}=...)")
+_WEIGHTISH = re.compile(r"@\s*((?:p|self\.params|params)\[[\"'][^\"']+[\"']\]|[A-Za-z_]\w*)(\.T\b)?")
+
+
+def _matmul_hint(line):
+    """Which fix a core-dimension error of `@` needs, read from the student's line."""
+    operands = _WEIGHTISH.findall(line)
+    weights = [op for op, _ in operands if re.search(r"weight|w_|(^|\W)W", op)]
+    if weights:
+        return TRANSPOSE_WEIGHT.format(operand=weights[0])
+    if operands:
+        return ELEMENTWISE
+    return MATMUL_EITHER
+
+
+def error_hints(error, where="", sequence=False):
+    """Hints recognised from an exception's text and the student's line it was raised at (``where``)."""
     hints = []
+    line = where.split(": ", 1)[1] if ": " in where else ""
     if "matmul" in error and "mismatch in its core dimension" in error:
-        hints.append("`@` is a matrix product: an elementwise product (⊙ in the equations, e.g. r ⊙ h) is `*` "
-                     "in NumPy")
+        hints.append(_matmul_hint(line))
     if "operands could not be broadcast" in error:
-        hints.append("two arrays of incompatible shapes met in an elementwise operation: print their shapes; "
-                     "a sum over the batch is np.sum(..., axis=0)")
+        if sequence and "_add_to_h" in where:
+            hints.append(LAYER_ORDER)
+        else:
+            hints.append("two arrays of incompatible shapes met in an elementwise operation: print their "
+                         "shapes; a sum over the batch is np.sum(..., axis=0)")
     if "non-broadcastable output operand" in error:
         hints.append("an in-place update (+=) got an array of another shape: a bias gradient (H,) needs the "
                      "batch summed out, np.sum(d, axis=0)")
+    field = re.search(r"'Cache' object has no attribute '(\w+)'", error)
+    if field:
+        hints.append(CACHE_FIELD.format(field=field.group(1)))
+    if sequence and "because x is unbatched" in error:
+        hints.append(UNBATCHED_NO_STATE)
     return hints

@@ -6,8 +6,10 @@ inputs, and collects what comes back (plus what kind of object each value was, w
 were changed in place, and where an error was raised). Judging happens in the parent.
 """
 import json
+import linecache
 import os
 import traceback
+import warnings
 
 import numpy as np
 
@@ -88,16 +90,20 @@ def cell_case(mytorch, config, inputs, out):
     _check_unchanged(cell.params, params, out)
     if config["kind"] != "backward":
         return
-    d_future, dxs = None, []
-    for step in reversed(range(config["steps"])):
+    d_future, dxs, steps = None, [], config["steps"]
+    for step in reversed(range(steps)):
         upstream = [inputs[f"d_state/{k}"][step] for k in range(len(names))]
         if d_future is not None:
             carried = d_future if len(names) > 1 else (d_future,)
+            _check_carried(cell, names, carried, upstream, step + 1, steps)
             upstream = [u + c for u, c in zip(upstream, carried)]
         d_state = tuple(upstream) if len(names) > 1 else upstream[0]
         dx, d_future = cell.backward(d_state)
         dxs.append(dx)
-    out.record.put("dx", np.stack(dxs[::-1]) if all(type(d) is np.ndarray for d in dxs) else dxs[0])
+        if steps > 1:                        # what each call added: the generator recognises `=` for `+=`
+            for name in params:
+                out.record.put(f"after_step/{step}/grad/{name}", cell.grads.get(name))
+    _put_steps(out.record, "dx", dxs[::-1])
     out.record.put_state("d", [f"{n}_prev" for n in names], d_future)
     for name in params:
         out.record.put(f"grad/{name}", cell.grads.get(name))
@@ -111,6 +117,36 @@ def cell_case(mytorch, config, inputs, out):
         for name, value in zip(("d_x", "d_h_prev", "d_c_bar", "d_r_bar_u_bar"), grads):
             out.record.put(f"op/{name}", value)
     _check_unchanged(cell.params, params, out)
+
+
+def _put_steps(record, name, values):
+    """One value per backward call, stacked on a leading step axis when every call returned the same kind of
+    array; otherwise the first call's value, so its type is reported as the student's call returned it."""
+    if all(type(v) is np.ndarray for v in values) and len({v.shape for v in values}) == 1:
+        record.put(name, np.stack(values))
+    else:
+        record.put(name, next((v for v in values if type(v) is not np.ndarray), values[0]))
+        record.types[name] = "per step: " + record.types[name]
+
+
+class ReturnedValueError(Exception):
+    """A value the student's code returned is unusable by the next call; the message says which and why."""
+
+
+def _check_carried(cell, names, carried, upstream, step, steps):
+    """The d_state_prev a backward returned must have the shape of the state its forward was given."""
+    for name, got, like in zip(names, carried, upstream):
+        if got is None:
+            continue
+        shape = getattr(got, "shape", None)
+        if shape != like.shape:
+            shown = f"shape {shape}" if shape is not None else describe(got)
+            error = ReturnedValueError(
+                f"{type(cell).__name__}.backward for step {step + 1} of {steps} returned d{name}_prev with {shown}; "
+                f"expected {like.shape}, the shape of the {name} its forward was given (the backward of step "
+                f"{step} adds it to its own d{name})")
+            error.culprit = type(cell).backward
+            raise error
 
 
 def _layer_state(inputs, prefix, layers, count):
@@ -152,28 +188,76 @@ def _put_layer_state(out, prefix, names, states, layers):
 class CaseResult:
     def __init__(self):
         self.record = Recorder()
-        self.status, self.error, self.where, self.mutated = "ok", "", "", []
+        self.status, self.error, self.where, self.mutated, self.warnings = "ok", "", "", [], []
+
+
+# Provided code a student does not write: an error raised there is reported at the student's line that
+# called it. Whole files, or (file, function) for the helpers next to the TODOs.
+PROVIDED_FILES = {"mytorch/nn/cell.py", "mytorch/nn/module.py", "mytorch/functional.py", "mytorch/nn/init.py",
+                  "mytorch/grad_mode.py"}
+PROVIDED_FUNCTIONS = {("mytorch/nn/recurrent.py", f) for f in ("_add_to_h", "_per_layer", "_time_major",
+                                                                "_public_states", "_layout")}
+PROVIDED_FUNCTIONS |= {("mytorch/nn/gru_block_cell.py", "_check_op"), ("mytorch/nn/tgru_cell.py", "_draw"),
+                       ("mytorch/nn/tgru_cell.py", "_initialisers")}
+
+
+def _inside(path, root):
+    path = os.path.realpath(path)
+    return os.path.relpath(path, root) if path.startswith(root + os.sep) else None
+
+
+def _provided(relpath, function):
+    relpath = relpath.replace(os.sep, "/")
+    return relpath in PROVIDED_FILES or (relpath, function) in PROVIDED_FUNCTIONS
 
 
 def where_in(error, root):
-    """The last traceback line inside the submission, as 'mytorch/nn/gru_cell.py:87 in backward'."""
+    """The student's line the error came from, as 'mytorch/nn/gru_cell.py:87 in backward: <line>'.
+
+    That is the innermost frame in the submission outside the provided helpers (an error inside ``_finish``
+    is reported at the student's line that called it, with the helper named). A value the student returned
+    that broke later (``error.culprit``, a function) is located at that function's definition.
+    """
     root = os.path.realpath(root)
-    if isinstance(error, SyntaxError) and error.filename and \
-            os.path.realpath(error.filename).startswith(root + os.sep):       # the line that does not parse
-        return f"{os.path.relpath(os.path.realpath(error.filename), root)}:{error.lineno}: {(error.text or '').strip()}"
-    frames = [f for f in traceback.extract_tb(error.__traceback__)
-              if os.path.realpath(f.filename).startswith(root + os.sep)]
+    if isinstance(error, SyntaxError) and error.filename and _inside(error.filename, root):    # does not parse
+        return f"{_inside(error.filename, root)}:{error.lineno}: {(error.text or '').strip()}"
+    culprit = getattr(error, "culprit", None)
+    if culprit is not None and _inside(culprit.__code__.co_filename, root):
+        code = culprit.__code__
+        return f"{_inside(code.co_filename, root)}:{code.co_firstlineno} in {culprit.__qualname__}"
+    frames = [(f, _inside(f.filename, root)) for f in traceback.extract_tb(error.__traceback__)]
+    frames = [(f, rel) for f, rel in frames if rel]
     if not frames:
         return ""
-    f = frames[-1]
-    return f"{os.path.relpath(os.path.realpath(f.filename), root)}:{f.lineno} in {f.name}: {(f.line or '').strip()}"
+    theirs = [(f, rel) for f, rel in frames if not _provided(rel, f.name)]
+    f, rel = (theirs or frames)[-1]
+    inner, inner_rel = frames[-1]
+    via = "" if inner is f else f" (raised inside the provided {inner.name} in {inner_rel}, called here)"
+    return f"{rel}:{f.lineno} in {f.name}: {(f.line or '').strip()}{via}"
+
+
+def _student_warnings(caught, root):
+    """Warnings raised on a line of the submission: 'RuntimeWarning: overflow … at mytorch/…:12: <line>'."""
+    root = os.path.realpath(root)
+    found = []
+    for w in caught:
+        rel = _inside(w.filename, root) if w.filename else None
+        if rel and len(found) < 5:
+            line = linecache.getline(w.filename, w.lineno).strip()
+            found.append(f"{w.category.__name__}: {w.message} at {rel}:{w.lineno}: {line}"[:500])
+    return found
 
 
 def run_case(mytorch, root, config, inputs):
     result = CaseResult()
     originals = {k: v.copy() for k, v in inputs.items()}
     try:
-        (sequence_case if config["kind"] == "sequence" else cell_case)(mytorch, config, inputs, result)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                (sequence_case if config["kind"] == "sequence" else cell_case)(mytorch, config, inputs, result)
+            finally:
+                result.warnings = _student_warnings(caught, root)
     except NotImplementedError as error:
         result.status, result.error = "not_implemented", str(error)
         result.where = where_in(error, root)
@@ -194,5 +278,5 @@ def run(mytorch, root, configs, inputs_list):
         for name, value in result.record.arrays.items():
             arrays[f"{k}:{name}"] = value
         report.append({"status": result.status, "error": result.error, "where": result.where,
-                       "types": result.record.types, "mutated": result.mutated})
+                       "types": result.record.types, "mutated": result.mutated, "warnings": result.warnings})
     return arrays, json.dumps(report)

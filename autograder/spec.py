@@ -41,34 +41,40 @@ def _cell_cases(*extra):
 
 
 LIFO = (3, 3, 4, {}, 3)          # three forwards then three backwards on one cell object
+# inputs of magnitude ~1000: gate pre-activations reach far below -709, where a naive 1 / (1 + exp(-a))
+# overflows (it still returns the right value, with a RuntimeWarning the grader counts)
+LARGE = (2, 3, 4, {}, 1, {"scale": 1000.0})
+
+
+def _sequence_cases(*extra):
+    """Every sequence part: two layers with I != H; two layers with I == H (a mistake that walks the layers
+    in the wrong order gives wrong values instead of an error); unbatched without an initial state."""
+    return ((2, 3, 4, {}, 5, 2, False), (2, 4, 4, {}, 3, 2, False)) + extra + \
+        ((None, 3, 4, {}, 4, 1, False, {"state0": False}),)
 
 PARTS = (
     Part("1.1", "RNN cell forward", 6, "forward", "RNNCell", _cell_cases((3, 2, 4, {"nonlinearity": "relu"}, 1))),
     Part("1.2", "RNN cell backward", 8, "backward", "RNNCell",
          _cell_cases((3, 2, 4, {"nonlinearity": "relu"}, 1), LIFO)),
     Part("2.1", "GRU cell forward", 8, "forward", "GRUCell",
-         ((None, 5, 2, {}, 1, "course"),) + _cell_cases()),
+         ((None, 5, 2, {}, 1, "course"),) + _cell_cases(LARGE)),
     Part("2.2", "GRU cell backward", 12, "backward", "GRUCell",
-         ((None, 5, 2, {}, 1, "course"),) + _cell_cases(LIFO)),
-    Part("3.1", "GRU block cell forward", 6, "forward", "GRUBlockCell", _cell_cases()),
-    Part("3.2", "GRU block cell backward", 10, "backward", "GRUBlockCell", _cell_cases(LIFO)),
-    Part("4.1", "GMU cell forward", 6, "forward", "GMUCell", _cell_cases()),
-    Part("4.2", "GMU cell backward", 10, "backward", "GMUCell", _cell_cases(LIFO)),
+         ((None, 5, 2, {}, 1, "course"),) + _cell_cases(LIFO, LARGE)),
+    Part("3.1", "GRU block cell forward", 6, "forward", "GRUBlockCell", _cell_cases(LARGE)),
+    Part("3.2", "GRU block cell backward", 10, "backward", "GRUBlockCell", _cell_cases(LIFO, LARGE)),
+    Part("4.1", "GMU cell forward", 6, "forward", "GMUCell", _cell_cases(LARGE)),
+    Part("4.2", "GMU cell backward", 10, "backward", "GMUCell", _cell_cases(LIFO, LARGE)),
     Part("5.1", "TGRU cell forward", 6, "forward", "TGRUCell",
-         _cell_cases((2, 3, 4, {"train_state": True, "train_memory": True}, 1))),
+         _cell_cases((2, 3, 4, {"train_state": True, "train_memory": True}, 1), LARGE)),
     Part("5.2", "TGRU cell backward", 10, "backward", "TGRUCell",
          _cell_cases((2, 3, 4, {"train_state": True, "train_memory": True}, 1),
-                     (2, 3, 4, {"train_state": True, "train_memory": True}, 3))),
-    Part("6.1", "BPTT: RNN sequence layer", 3, "sequence", "RNNCell",
-         ((2, 3, 4, {}, 5, 2, False), (None, 3, 4, {}, 4, 1, False))),
-    Part("6.2", "BPTT: GRU sequence layer", 4, "sequence", "GRUCell",
-         ((2, 3, 4, {}, 5, 2, False), (3, 4, 2, {}, 1, 1, True), (None, 3, 4, {}, 4, 2, False))),
-    Part("6.3", "BPTT: GRU block sequence layer", 4, "sequence", "GRUBlockCell",
-         ((2, 3, 4, {}, 5, 2, False), (None, 3, 4, {}, 4, 1, False))),
-    Part("6.4", "BPTT: GMU sequence layer", 4, "sequence", "GMUCell",
-         ((2, 3, 4, {}, 5, 2, False), (1, 4, 3, {}, 3, 2, True))),
+                     (2, 3, 4, {"train_state": True, "train_memory": True}, 3), LARGE)),
+    Part("6.1", "BPTT: RNN sequence layer", 3, "sequence", "RNNCell", _sequence_cases()),
+    Part("6.2", "BPTT: GRU sequence layer", 4, "sequence", "GRUCell", _sequence_cases((3, 4, 2, {}, 1, 1, True))),
+    Part("6.3", "BPTT: GRU block sequence layer", 4, "sequence", "GRUBlockCell", _sequence_cases()),
+    Part("6.4", "BPTT: GMU sequence layer", 4, "sequence", "GMUCell", _sequence_cases((1, 4, 3, {}, 3, 2, True))),
     Part("6.5", "BPTT: TGRU sequence layer", 3, "sequence", "TGRUCell",
-         ((2, 3, 4, {}, 5, 2, False), (2, 3, 4, {"train_state": True, "train_memory": True}, 4, 2, False))),
+         _sequence_cases((2, 3, 4, {"train_state": True, "train_memory": True}, 4, 2, False))),
 )
 PARTS_BY_NUMBER = {p.number: p for p in PARTS}
 SECTIONS = {"1": "RNN cell", "2": "GRU cell", "3": "GRU block cell", "4": "GMU cell", "5": "TGRU cell",
@@ -106,13 +112,27 @@ def _batch(n, *shape):
     return shape if n is None else (n,) + shape
 
 
+def _options(shape, at):
+    """A case's options: a dict at position ``at`` of its shape tuple (or an interface name, for cells)."""
+    extra = shape[at] if len(shape) > at else {}
+    return {"interface": extra} if isinstance(extra, str) else dict(extra)
+
+
 def make_case(rng, part, shape):
-    """One case of ``part``: ``(config, inputs)``; inputs is a dict of float64 arrays."""
+    """One case of ``part``: ``(config, inputs)``; inputs is a dict of float64 arrays.
+
+    Options (a dict at the end of a shape): ``interface`` ('course' for CMU 11-785's GRU interface), ``scale``
+    (x drawn that much larger), ``state0`` (False: a sequence case that passes no initial state).
+    """
     n, I, H, flags, steps = shape[:5]
     states, exposed = CELLS[part.cell]
+    options = _options(shape, 7 if part.kind == "sequence" else 5)
     config = {"part": part.number, "kind": part.kind, "cell": part.cell, "layer": LAYERS[part.cell],
               "states": list(states), "exposed": list(exposed), "n": n, "I": I, "H": H, "flags": flags,
-              "steps": steps, "interface": "mytorch"}
+              "steps": steps, "interface": options.get("interface", "mytorch")}
+    config.update({k: v for k, v in options.items() if k != "interface"})
+    if part.kind == "backward":
+        config["stepped"] = ["dx"]                 # one dx per backward call, stacked by the driver on axis 0
     inputs = {}
     if part.kind == "sequence":
         layers, batch_first = shape[5], shape[6]
@@ -127,17 +147,15 @@ def make_case(rng, part, shape):
         for layer in range(layers):
             widths = state_widths(part.cell, I if layer == 0 else H, H)
             for k, w in enumerate(widths):
-                if not trainable:                          # with trainable initial states, state0 stays None
+                if not trainable and options.get("state0", True):   # else state0 stays None
                     inputs[f"state0/{layer}/{k}"] = rng.standard_normal(_batch(n, w))
                 inputs[f"d_state_T/{layer}/{k}"] = rng.standard_normal(_batch(n, w))
         return config, inputs
-    if len(shape) > 5:
-        config["interface"] = shape[5]
     for name, s in param_shapes(part.cell, I, H, flags).items():
         inputs[f"param/{name}"] = rng.uniform(-0.6, 0.6, s)
     if part.cell == "GRUBlockCell":
         inputs["param/b_ru"] += 1.0                        # TensorFlow's gates start open
-    inputs["x"] = rng.standard_normal((steps,) + _batch(n, I))
+    inputs["x"] = rng.standard_normal((steps,) + _batch(n, I)) * options.get("scale", 1.0)
     trainable = flags.get("train_state") or flags.get("train_memory")
     for k, w in enumerate(state_widths(part.cell, I, H)):
         if not trainable:
