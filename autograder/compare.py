@@ -48,30 +48,26 @@ def transform_hints(name, actual, expected, batch):
     hints = []
     swapped = np.swapaxes(expected, -1, -2) if expected.ndim >= 2 else None       # the transpose of every matrix
     if swapped is not None and close(actual, swapped) and not close(actual, expected):
-        hints.append(f"{name} is the transpose of the expected array: check the orientation (x @ W.T gives (N, H); "
-                     "a weight gradient is d_outᵀ @ input, shaped like the weight)")
+        hints.append((name, "the transpose of the expected array: check the orientation (x @ W.T gives (N, H); "
+                            "a weight gradient is d_outᵀ @ input, shaped like the weight)"))
     if actual.shape != expected.shape:
         if not hints and actual.size == expected.size and close(actual.reshape(expected.shape), expected):
-            hints.append(f"{name} has the right values in the wrong shape: an unbatched input (1-D) must give "
-                         "1-D results, a batched one (N, ·) results")
+            hints.append((name, "the right values in the wrong shape: an unbatched input (1-D) must give "
+                                "1-D results, a batched one (N, ·) results"))
         return hints
     if np.abs(expected).max(initial=0) > ATOL and close(actual, -expected):
-        hints.append(f"{name} has the right magnitude but the opposite sign: check a subtraction such as "
-                     "(h − n) versus (n − h), or 1 − z versus z − 1")
+        hints.append((name, "the right magnitude but the opposite sign: check a subtraction such as "
+                            "(h − n) versus (n − h), or 1 − z versus z − 1"))
     for order, permuted in _gate_permutations(expected):
         if close(actual, permuted):
-            hints.append(f"{name} holds the right gate blocks in the wrong order (the order found is "
+            hints.append((name, "the right gate blocks in the wrong order (the order found is "
                          f"{list(order)} of the expected blocks): gates are stacked in the reference order, "
-                         "e.g. r, z, n for the GRU")
+                                "e.g. r, z, n for the GRU"))
             break
     if batch and batch > 1 and name.startswith("grad/") and close(actual * batch, expected):
-        hints.append(f"{name} is the expected gradient divided by the batch size: sum over the batch "
-                     "(np.sum(..., axis=0)); averaging belongs to the loss, not to the cell")
+        hints.append((name, "the expected gradient divided by the batch size: sum over the batch "
+                            "(np.sum(..., axis=0)); averaging belongs to the loss, not to the cell"))
     return hints
-
-
-def _shape_words(shape):
-    return "a single number" if shape == () else f"shape {shape}"
 
 
 def squeeze_hints(name, actual_shape, expected_shape, scalar_type=False):
@@ -79,15 +75,17 @@ def squeeze_hints(name, actual_shape, expected_shape, scalar_type=False):
     kept = tuple(d for d in expected_shape if d != 1)
     if scalar_type or (actual_shape != expected_shape and tuple(d for d in actual_shape if d != 1) == kept
                        and len(actual_shape) < len(expected_shape)):
-        return [f"{name} lost an axis of length 1 ({_shape_words(actual_shape)} instead of {expected_shape}): "
-                "np.squeeze (or .item(), a sum) drops every such axis, the batch axis too when N = 1. Inside the "
-                "cell arrays are always (N, ·), unbatched input as N = 1, and the cell removes that axis itself "
-                "when it returns, so keep the batch axis (index or reshape explicitly instead of squeezing)"]
+        return [(name, "lost an axis of length 1: np.squeeze (or .item(), a sum) drops every such axis, the "
+                       "batch axis too when N = 1. Inside the cell arrays are always (N, ·), unbatched input as "
+                       "N = 1, and the cell removes that axis itself when it returns, so keep the batch axis "
+                       "(index or reshape explicitly instead of squeezing)")]
     return []
 
 
 def compare(name, actual, expected, type_text, variants=(), batch=None, steps=None, sequence=False):
     """The verdict on one array. ``variants``: (hint text, array) pairs of known mistakes' outputs.
+
+    A hint is a text, or ``(array name, text)`` for one the part's report may merge across arrays.
 
     ``steps``: the array stacks one value per backward call on axis 0 (the driver's step axis, not the
     student's); shapes and indices are then reported as the student's call returned them.
@@ -96,7 +94,7 @@ def compare(name, actual, expected, type_text, variants=(), batch=None, steps=No
     if type_text is None:
         return Verdict(False, f"{name}: nothing was returned or set (expected an array of shape {per_step})")
     if actual is None:
-        scalar = type_text.replace("per step: ", "").startswith(("numpy.float", "numpy.int", "float", "int"))
+        scalar = type_text.startswith(("numpy.float", "numpy.int", "float", "int"))
         return Verdict(False, f"{name}: expected a numpy.ndarray of shape {per_step}, got {type_text}",
                        tuple(squeeze_hints(name, (), per_step, scalar_type=True) if scalar else ()))
     if actual.dtype != expected.dtype:
@@ -127,13 +125,13 @@ def compare(name, actual, expected, type_text, variants=(), batch=None, steps=No
     hints = transform_hints(name, actual, expected, batch)
     hints += [text for text, variant in variants if variant.shape == actual.shape and close(actual, variant)]
     if name.startswith("grad/") and not actual.any() and expected.any():
-        hints.append(ZERO_GRAD_SEQUENCE.format(name=name) if sequence else ZERO_GRAD.format(name=name))
+        hints.append((name, ZERO_GRAD_SEQUENCE if sequence else ZERO_GRAD))
     return Verdict(False, "\n".join(lines), tuple(dict.fromkeys(hints)))
 
 
-ZERO_GRAD = ("{name} is all zeros: backward must add each step's gradient into the cell's own array, "
+ZERO_GRAD = ("all zeros: backward must add each step's gradient into the cell's own array, "
              "self.grads[...] += …")
-ZERO_GRAD_SEQUENCE = ("{name} is all zeros: the layer's grads are the cells' own arrays, shared. A cell "
+ZERO_GRAD_SEQUENCE = ("all zeros: the layer's grads are the cells' own arrays, shared. A cell "
                       "that writes grads[name] = … binds a new array the layer never sees; add into the "
                       "existing one with grads[name] += …")
 TRANSPOSE_WEIGHT = ("the inner sizes of `@` must agree, (N, k) @ (k, M). Weights are stored (out, in) as in "
@@ -145,6 +143,8 @@ MATMUL_EITHER = ("the inner sizes of `@` must agree, (N, k) @ (k, M): either one
                  "(weights are stored (out, in): x @ W.T), or the equation means an elementwise product, `*`")
 LAYER_ORDER = ("in BPTT the gradient added to layer l's h is the dx that layer l + 1 just returned: at each "
                "step walk the layers from the top down, reversed(range(num_layers))")
+TRANSPOSED_RETURN = ("one array here is the transpose of the other: a gradient came back (H, N) instead of "
+                     "(N, H); check the order of the matrix product that makes it (da @ W, not (da @ W).T)")
 UNBATCHED_NO_STATE = ("this case is unbatched, X is (T, I), and passes no initial state: for unbatched input "
                       "every state is (H,), with no batch axis; pass None on to the cell and it makes its own")
 STABLE_SIGMOID = ("1 / (1 + np.exp(-a)) overflows for a below about -709 (it still returns 0, with this "
@@ -172,7 +172,13 @@ def error_hints(error, where="", sequence=False):
     line = where.split(": ", 1)[1] if ": " in where else ""
     if "matmul" in error and "mismatch in its core dimension" in error:
         hints.append(_matmul_hint(line))
-    if "operands could not be broadcast" in error:
+    shapes = re.search(r"operands could not be broadcast together with shapes \(([\d,]*)\) \(([\d,]*)\)", error)
+    returned = re.search(r"returned d\w+ of shape \(([\d, ]*)\), expected \(([\d, ]*)\)", error)
+    shapes = shapes or returned
+    if shapes and shapes.group(1).replace(" ", "") == ",".join(reversed(shapes.group(2).replace(" ", "").split(","))) \
+            and shapes.group(1) != shapes.group(2):
+        hints.append(TRANSPOSED_RETURN)
+    elif "operands could not be broadcast" in error:
         if sequence and "_add_to_h" in where:
             hints.append(LAYER_ORDER)
         else:

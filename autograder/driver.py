@@ -126,10 +126,10 @@ def _put_steps(record, name, values):
         record.put(name, np.stack(values))
     else:
         record.put(name, next((v for v in values if type(v) is not np.ndarray), values[0]))
-        record.types[name] = "per step: " + record.types[name]
+        record.arrays.pop(name, None)             # one call's value: never mistaken for the stacked array
 
 
-class ReturnedValueError(Exception):
+class WrongShape(ValueError):
     """A value the student's code returned is unusable by the next call; the message says which and why."""
 
 
@@ -140,11 +140,11 @@ def _check_carried(cell, names, carried, upstream, step, steps):
             continue
         shape = getattr(got, "shape", None)
         if shape != like.shape:
-            shown = f"shape {shape}" if shape is not None else describe(got)
-            error = ReturnedValueError(
-                f"{type(cell).__name__}.backward for step {step + 1} of {steps} returned d{name}_prev with {shown}; "
-                f"expected {like.shape}, the shape of the {name} its forward was given (the backward of step "
-                f"{step} adds it to its own d{name})")
+            shown = f"shape {shape}" if shape is not None else f"type {describe(got)}"
+            error = WrongShape(
+                f"{type(cell).__name__}.backward (step {step + 1} of {steps}) returned d{name}_prev of {shown}, "
+                f"expected {like.shape} like the {name} its forward was given; the backward of step {step} "
+                "adds it to its own gradient")
             error.culprit = type(cell).backward
             raise error
 
@@ -200,6 +200,9 @@ PROVIDED_FUNCTIONS = {("mytorch/nn/recurrent.py", f) for f in ("_add_to_h", "_pe
 PROVIDED_FUNCTIONS |= {("mytorch/nn/gru_block_cell.py", "_check_op"), ("mytorch/nn/tgru_cell.py", "_draw"),
                        ("mytorch/nn/tgru_cell.py", "_initialisers")}
 
+# provided checks of a public method's arguments: an error there is the caller's
+VALIDATORS = {"_prepare", "_prepare_backward", "_array", "_split_state", "_per_layer", "_time_major"}
+
 
 def _inside(path, root):
     path = os.path.realpath(path)
@@ -225,14 +228,29 @@ def where_in(error, root):
     if culprit is not None and _inside(culprit.__code__.co_filename, root):
         code = culprit.__code__
         return f"{_inside(code.co_filename, root)}:{code.co_firstlineno} in {culprit.__qualname__}"
-    frames = [(f, _inside(f.filename, root)) for f in traceback.extract_tb(error.__traceback__)]
-    frames = [(f, rel) for f, rel in frames if rel]
+    chain, seen = [], error                  # a re-raise (`raise … from None`) keeps the first one as context
+    while seen is not None and len(chain) < 5:
+        chain.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    frames = []
+    for link in reversed(chain):             # the innermost exception that reached the submission
+        frames = [(f, _inside(f.filename, root)) for f in traceback.extract_tb(link.__traceback__)]
+        frames = [(f, rel) for f, rel in frames if rel]
+        if frames:
+            break
     if not frames:
         return ""
-    theirs = [(f, rel) for f, rel in frames if not _provided(rel, f.name)]
-    f, rel = (theirs or frames)[-1]
+    theirs = [k for k, (f, rel) in enumerate(frames) if not _provided(rel, f.name)]
+    k = theirs[-1] if theirs else len(frames) - 1
     inner, inner_rel = frames[-1]
-    via = "" if inner is f else f" (raised inside the provided {inner.name} in {inner_rel}, called here)"
+    if inner.name in VALIDATORS and k > 0 and theirs and theirs[-1] == k and \
+            inner.filename != frames[k][0].filename:
+        # a method of the student's rejected its arguments: the fault is in the call, one frame further out
+        f, rel = frames[k - 1]
+        via = f" ({frames[k][0].name} rejected the arguments of this call)"
+    else:
+        f, rel = frames[k]
+        via = "" if inner is f else f" (raised inside the provided {inner.name} in {inner_rel}, called here)"
     return f"{rel}:{f.lineno} in {f.name}: {(f.line or '').strip()}{via}"
 
 

@@ -54,14 +54,17 @@ class CaseVerdict:
 
     def __init__(self, passed, header, lines=(), summary="", hints=()):
         self.passed, self.header, self.lines = passed, header, list(lines)
-        self.summary, self.hints = summary, list(dict.fromkeys(hints))
+        self.summary, self.hints = summary, list(hints)
 
 
 def _error_case(header, report, sequence):
     error, where = _text(report.get("error")) or "failed", _text(report.get("where"), 600)
+    error = re.sub(r", with gufunc signature \S+", "", error)          # numpy's detail, not the student's
     lines = [f"{header}: {error}"] + ([f"  at {where}"] if where else [])
     first_line = error.splitlines()[0] if error else "failed"
-    return CaseVerdict(False, header, lines, f"{header}: {first_line[:120]}",
+    first_line = first_line if len(first_line) <= 160 else first_line[:159] + "…"
+    place = f" (at {where.split(': ', 1)[0]})" if where else ""
+    return CaseVerdict(False, header, lines, f"{header}: {first_line}{place}",
                        compare.error_hints(error, where, sequence))
 
 
@@ -76,16 +79,14 @@ def judge_case(k, config, expected, variants, report, arrays, verbose=False):
         return CaseVerdict(False, header, [line], line)
     if status in ("error", "import_error"):
         return _error_case(header, report, sequence)
-    failures, names, hints = [], [], []
+    failures, hints = [], []
     mutated = _texts(report.get("mutated"))
     if mutated:
         failures.append(f"modified {', '.join(mutated)} in place: never change inputs or parameters in "
                         "forward/backward (x += … changes the caller's array; use x = x + …)")
-        names.append("inputs changed")
     overflow = [w for w in _texts(report.get("warnings")) if "overflow" in w]
     if overflow:
         failures.append(overflow[0] + (f" (and {len(overflow) - 1} more)" if len(overflow) > 1 else ""))
-        names.append("overflow")
         hints.append(compare.STABLE_SIGMOID)
     types = report.get("types") if isinstance(report.get("types"), dict) else {}
     stepped = set(config.get("stepped", ()))
@@ -95,7 +96,6 @@ def judge_case(k, config, expected, variants, report, arrays, verbose=False):
                                   steps=config["steps"] if name in stepped else None, sequence=sequence)
         if not verdict.passed:
             failures.append(verdict.message)
-            names.append(name)
             hints += verdict.hints
     if not failures:
         return CaseVerdict(True, header, [f"{header}: passed"] if verbose else [])
@@ -103,8 +103,10 @@ def judge_case(k, config, expected, variants, report, arrays, verbose=False):
     more = [] if len(shown) == len(failures) else [f"  … and {len(failures) - len(shown)} more arrays differ "
                                                    "(--verbose shows all)"]
     lines = [f"{header}: failed"] + ["  " + m.replace("\n", "\n  ") for m in shown] + more
-    listed = ", ".join(names[:4]) + (", …" if len(names) > 4 else "")
-    return CaseVerdict(False, header, lines, f"{header}: failed: {listed}", hints)
+    first = failures[0].splitlines()[0]
+    first = first if len(first) <= 100 else first[:99] + "…"
+    others = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
+    return CaseVerdict(False, header, lines, f"{header}: {first}{others}", hints)
 
 
 def _message(verdicts, verbose):
@@ -117,7 +119,24 @@ def _message(verdicts, verbose):
         lines += v.lines if (first or verbose) else [v.summary]
         first = False
         hints += [h for h in v.hints if h not in hints]
-    return lines + [f"  Hint: {h}" for h in hints]
+    return lines + [f"  Hint: {h}" for h in merge_hints(hints)]
+
+
+def merge_hints(hints):
+    """Texts once each; ``(name, text)`` pairs with the same text as one line naming up to 3 arrays."""
+    merged = {}
+    for hint in hints:
+        name, text = hint if isinstance(hint, tuple) else (None, hint)
+        names = merged.setdefault(text, [])
+        if name is not None and name not in names:
+            names.append(name)
+    out = []
+    for text, names in merged.items():
+        if names:
+            shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+            text = f"{shown}: {text}"
+        out.append(text)
+    return out
 
 
 def where_it_hung(output):

@@ -41,9 +41,9 @@ def _cell_cases(*extra):
 
 
 LIFO = (3, 3, 4, {}, 3)          # three forwards then three backwards on one cell object
-# inputs of magnitude ~1000: gate pre-activations reach far below -709, where a naive 1 / (1 + exp(-a))
+# inputs of magnitude ~5000: gate pre-activations reach far below -709, where a naive 1 / (1 + exp(-a))
 # overflows (it still returns the right value, with a RuntimeWarning the grader counts)
-LARGE = (2, 3, 4, {}, 1, {"scale": 1000.0})
+LARGE = (4, 3, 4, {}, 1, {"scale": 5000.0})
 
 
 def _sequence_cases(*extra):

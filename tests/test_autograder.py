@@ -68,14 +68,32 @@ def test_messages_teach(tmp_path):
     assert "Hint: these values are what z and 1 − z swapped would give" in out
 
 
+def mistake_lines(mistake, root):
+    """Where a mistake sits in the edited file: {'line': its line numbers, 'function': its def line}."""
+    with open(os.path.join(root, "mytorch", mistake.path)) as f:
+        source = f.read()
+    start = source.count("\n", 0, source.index(mistake.new)) + 1
+    lines = set(range(start, start + mistake.new.count("\n") + 3))
+    defs = [k + 1 for k, line in enumerate(source.splitlines()[:start]) if line.lstrip().startswith("def ")]
+    return {"line": lines, "function": {defs[-1]}}
+
+
 @pytest.mark.parametrize("mistake", mistakes.CATALOGUE, ids=lambda m: m.id)
 def test_every_mistake_loses_points_with_its_hint(mistake, tmp_path):
+    """Points off every part it touches; the intended hint; the student's line; a short report."""
     sub = make_submission(tmp_path, [(mistake.path, mistake.old, mistake.new)])
-    results = grade.grade(sub, [spec.PARTS_BY_NUMBER[n] for n in mistake.parts])
+    results = grade.grade(sub, [spec.PARTS_BY_NUMBER[n] for n in mistake.parts], timeout=mistake.timeout)
+    everything = "\n".join(f"--- {r.part.number}\n{r.output}" for r in results)
     full = [r.part.number for r in results if r.score >= r.part.points]
     assert not full, f"{mistake.id} keeps full marks on {full}"
-    if mistake.hint:
-        assert any(mistake.hint in r.output for r in results), "\n".join(r.output for r in results)
+    for text in ((mistake.hint,) if mistake.hint else ()) + mistake.also:
+        assert text in everything, everything
+    if mistake.located:
+        places = {f"mytorch/{mistake.path}:{n}" for n in mistake_lines(mistake, sub)[mistake.located]}
+        assert any(place in everything for place in places), (places, everything)
+    long = {r.part.number: len(r.output.splitlines()) for r in results
+            if len(r.output.splitlines()) > mistake.budget}
+    assert not long, f"reports longer than {mistake.budget} lines: {long}\n{everything}"
 
 
 def test_catalogue_is_large_and_covers_the_hint_list():
