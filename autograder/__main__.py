@@ -99,21 +99,24 @@ def main_grade(argv):
     results_path = args.json or (GRADESCOPE_RESULTS if args.gradescope else None)
     start = time.monotonic()
     results = []
+    console, progress = report.Console(), report.Progress(report.Console(sys.stderr), len(parts))
     try:
         if not os.path.isfile(os.path.join(root, "mytorch", "__init__.py")):
-            print(f"No mytorch package in {root}: run from the folder that holds mytorch/, or give --submission DIR.")
+            console.print(f"No mytorch package in {root}: run from the folder that holds mytorch/, or give "
+                          "--submission DIR.")
         results = grade.grade(root, parts, timeout=args.timeout, memory_mb=args.memory, verbose=args.verbose,
-                              fresh_seed=fresh_seed, solution=solution, jobs=args.jobs, user=user)
+                              fresh_seed=fresh_seed, solution=solution, jobs=args.jobs, user=user, progress=progress)
+        progress.finish()
         if fresh_seed is not None:
-            print(f"Graded on fresh cases from seed {fresh_seed}.")
-        print(report.table(results, time.monotonic() - start, args.verbose))
+            console.print(f"Graded on fresh cases from seed {fresh_seed}.")
+        console.print(report.table(results, time.monotonic() - start, args.verbose, width=min(console.width, 78)))
     finally:
         if results_path:                                  # written always, even if grading itself broke
             if len(results) != len(parts):
                 results = [grade.PartResult(p, 0.0, "error", "the grader stopped before grading this part")
                            for p in parts]
             report.write_json(results_path, report.gradescope(results, time.monotonic() - start))
-            print(f"Results written to {results_path}")
+            console.print(f"Results written to {results_path}")
     return 0
 
 

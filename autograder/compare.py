@@ -131,9 +131,9 @@ def compare(name, actual, expected, type_text, variants=(), batch=None, steps=No
 
 ZERO_GRAD = ("all zeros: backward must add each step's gradient into the cell's own array, "
              "self.grads[...] += …")
-ZERO_GRAD_SEQUENCE = ("all zeros: the layer's grads are the cells' own arrays, shared. A cell "
-                      "that writes grads[name] = … binds a new array the layer never sees; add into the "
-                      "existing one with grads[name] += …")
+ZERO_GRAD_SEQUENCE = ("all zeros: no gradient reached them. The layer's grads are the cells' own arrays, "
+                      "shared: a cell that writes grads[name] = … binds a new array the layer never sees; add "
+                      "into the existing one with grads[name] += …")
 TRANSPOSE_WEIGHT = ("the inner sizes of `@` must agree, (N, k) @ (k, M). Weights are stored (out, in) as in "
                     "PyTorch: forward multiplies by the transpose, x @ W.T is (N, I) @ (I, H); backward by "
                     "the weight itself, da @ W is (N, H) @ (H, I). Check the .T on {operand} in this line")
@@ -152,7 +152,7 @@ STABLE_SIGMOID = ("1 / (1 + np.exp(-a)) overflows for a below about -709 (it sti
                   "exp(min(a, 0)) / (1 + exp(-|a|))")
 CACHE_FIELD = ("forward's Cache has no field {field}: what backward (and the grader) read must be stored by "
                "forward, Cache(..., {field}=...)")
-_WEIGHTISH = re.compile(r"@\s*((?:p|self\.params|params)\[[\"'][^\"']+[\"']\]|[A-Za-z_]\w*)(\.T\b)?")
+_WEIGHTISH = re.compile(r"@\s*((?:p|self\.params|params)\[[\"'][^\"']+[\"']\]|[A-Za-z_]\w*(?![\w(]))(\.T\b)?")
 
 
 def _matmul_hint(line):

@@ -66,8 +66,10 @@ def grade_part(part, part_data, root, timeout, memory_mb, verbose, user):
 
 
 def grade(root, parts=None, timeout=20.0, memory_mb=1024, verbose=False, fresh_seed=None, solution=None,
-          jobs=None, user=None):
+          jobs=None, user=None, progress=None):
     """Grade the ``mytorch`` in ``root`` on ``parts`` (default all). Returns a list of ``PartResult``.
+
+    ``progress``: called with each ``PartResult`` as soon as its part is graded (from a worker thread).
 
     Every reference is loaded and verified (or computed by the solution) before any student code runs, so
     nothing a submission does to the files on disk can change this run's references.
@@ -82,8 +84,12 @@ def grade(root, parts=None, timeout=20.0, memory_mb=1024, verbose=False, fresh_s
     jobs = jobs or os.cpu_count() or 1
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
         references = list(pool.map(lambda p: reference(p, fresh_seed, solution, timeout, memory_mb, manifest), parts))
-        results = list(pool.map(lambda pr: grade_part(pr[0], pr[1], root, timeout, memory_mb, verbose, user),
-                                zip(parts, references)))
+        def graded(part, part_data):
+            result = grade_part(part, part_data, root, timeout, memory_mb, verbose, user)
+            if progress is not None:
+                progress(result)
+            return result
+        results = list(pool.map(lambda pr: graded(*pr), zip(parts, references)))
     by_number = {r.part.number: r for r in results}
     for r in results:                                          # a backward builds on its forward
         if r.part.kind == "backward" and not r.passed:
