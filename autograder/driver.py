@@ -1,7 +1,7 @@
 """Runs one part's cases against a ``mytorch`` package, inside the child process, and reports plain data.
 
-This is the only grader code that touches a submission. It is loaded by file path in the child, never
-imported by the grading process. It computes nothing itself: it builds the cell or layer, feeds the case's
+This is the only grader code that touches a submission. It is loaded by file path in the child; the grading
+process reads only its tables of provided code (it never runs a case). It computes nothing itself: it builds the cell or layer, feeds the case's
 inputs, and collects what comes back (plus what kind of object each value was, which inputs or parameters
 were changed in place, and where an error was raised). Judging happens in the parent.
 """

@@ -111,7 +111,9 @@ class Progress:
 
 def table(results, total_seconds=None, verbose=False, width=78):
     """A table: section, part, score/max; failing parts' messages (every part's with verbose) above it."""
-    rule, lines, width = width, [], 44
+    # the name column as wide as the longest name (so a row with its mark fits 80 columns), at least 'Total'
+    rule, lines = width, []
+    width = max([len(r.part.name) + 4 for r in results] + [12])
     for r in results:
         if (verbose or r.status in ("failed", "error")) and r.output:
             lines += [f"── {r.part.number} {r.part.name}: {r.status} ".ljust(rule, "─"), r.output, ""]
@@ -122,7 +124,8 @@ def table(results, total_seconds=None, verbose=False, width=78):
         if number != section:
             section = number
             lines.append(f"{number:<5}{spec.SECTIONS[number]}")
-        mark = {"passed": "", "failed": "  ✗", "not implemented": "  (not implemented yet)", "error": "  ✗ error"}[r.status]
+        mark = {"passed": "", "failed": "  ✗", "not implemented": "  (not implemented yet)",
+                "error": "  ✗ error"}[r.status]
         lines.append(f"{r.part.number:<5}  {r.part.name:<{width - 2}}{r.score:>7.2f}/{r.part.points:<4}{mark}")
     lines.append("─" * (width + 17))
     score, maximum = total(results)
