@@ -57,6 +57,10 @@ ERRATUM_D_H_U = ("this matches TensorFlow's documented d_h_prev = … + d_hr ∘
                  "direct path is d_h ∘ u")
 X_AT_W = ("these values are what x @ W_ih would give instead of x @ W_ih.T (with I = H both run): weights are "
           "stored (out, in) as in PyTorch, so the input term is x @ W_ih.T")
+H_AT_W = ("these values are what h @ W_hh would give instead of h @ W_hh.T: W_hh is square (H, H), so no "
+          "error shows it; weights are stored (out, in), so the recurrent term is h @ W_hh.T")
+DH_AT_WT = ("these values are what da @ W_hh.T would give instead of da @ W_hh: W_hh is square (H, H), so no "
+            "error shows it; forward used h @ W_hh.T, so its gradient with respect to h is da @ W_hh")
 FUTURE_DROPPED = ("these values are what BPTT without the gradient from step t+1 would give: each layer's "
                   "backward at step t gets the d_state its own backward at step t+1 returned, plus what "
                   "comes from above")
@@ -189,6 +193,10 @@ CATALOGUE = (
     # ---- the orientation of the weights: an error when I != H, recognised from the values when I == H
     Mistake("rnn-x-at-weight-untransposed", RNN, 'a = x @ p["weight_ih"].T', 'a = x @ p["weight_ih"]',
             ("1.1", "1.2", "6.1"), X_AT_W, variant=True, also=(TRANSPOSE_FIX,), located="line"),
+    Mistake("rnn-h-at-weight-hh-untransposed", RNN, 'h @ p["weight_hh"].T', 'h @ p["weight_hh"]',
+            ("1.1", "1.2", "6.1"), H_AT_W, variant=True),
+    Mistake("rnn-dh-through-transposed-weight", RNN, 'dh = da @ p["weight_hh"]', 'dh = da @ p["weight_hh"].T',
+            ("1.2", "6.1"), DH_AT_WT, variant=True),
     Mistake("gru-h-at-weight-untransposed", GRU, 'gh = h @ p["weight_hh"].T', 'gh = h @ p["weight_hh"]',
             ("2.1", "2.2", "6.2"), TRANSPOSE_FIX, located="line"),
     Mistake("rnn-dh-transposed", RNN, 'dh = da @ p["weight_hh"]', 'dh = (da @ p["weight_hh"]).T', ("1.2", "6.1"),
