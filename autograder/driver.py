@@ -1,9 +1,10 @@
 """Runs one part's cases against a ``mytorch`` package, inside the child process, and reports plain data.
 
 This is the only grader code that touches a submission. It is loaded by file path in the child; the grading
-process reads only its tables of provided code (it never runs a case). It computes nothing itself: it builds the cell or layer, feeds the case's
-inputs, and collects what comes back (plus what kind of object each value was, which inputs or parameters
-were changed in place, and where an error was raised). Judging happens in the parent.
+process reads only its tables of provided code (it never runs a case). It computes nothing itself: it builds
+the cell or layer, feeds the case's inputs, and collects what comes back (plus what kind of object each value
+was, which inputs or parameters were changed in place, and where an error was raised). Judging happens in the
+parent.
 """
 import json
 import linecache
@@ -93,8 +94,8 @@ def cell_case(mytorch, config, inputs, out):
     d_future, dxs, steps = None, [], config["steps"]
     for step in reversed(range(steps)):
         upstream = [inputs[f"d_state/{k}"][step] for k in range(len(names))]
-        if d_future is not None:
-            carried = d_future if len(names) > 1 else (d_future,)
+        if step < steps - 1:                 # what the backward of step + 1 returned joins this step's
+            carried = tuple(d_future) if isinstance(d_future, (tuple, list)) else (d_future,)
             _check_carried(cell, names, carried, upstream, step + 1, steps)
             upstream = [u + c for u, c in zip(upstream, carried)]
         d_state = tuple(upstream) if len(names) > 1 else upstream[0]
@@ -135,9 +136,12 @@ class WrongShape(ValueError):
 
 def _check_carried(cell, names, carried, upstream, step, steps):
     """The d_state_prev a backward returned must have the shape of the state its forward was given."""
+    if len(carried) != len(names):
+        error = WrongShape(f"{type(cell).__name__}.backward (step {step + 1} of {steps}) returned one d_state_prev "
+                           f"where a tuple of {len(names)} was expected, ({', '.join('d' + n for n in names)})")
+        error.culprit = type(cell).backward
+        raise error
     for name, got, like in zip(names, carried, upstream):
-        if got is None:
-            continue
         shape = getattr(got, "shape", None)
         if shape != like.shape:
             shown = f"shape {shape}" if shape is not None else f"type {describe(got)}"
@@ -215,6 +219,14 @@ def _provided(relpath, function):
 
 
 def where_in(error, root):
+    """``_where_in``, or '' if the error is too strange to locate (a student's object may be anything)."""
+    try:
+        return _where_in(error, root)
+    except Exception:
+        return ""
+
+
+def _where_in(error, root):
     """The student's line the error came from, as 'mytorch/nn/gru_cell.py:87 in backward: <line>'.
 
     That is the innermost frame in the submission outside the provided helpers (an error inside ``_finish``
@@ -224,10 +236,10 @@ def where_in(error, root):
     root = os.path.realpath(root)
     if isinstance(error, SyntaxError) and error.filename and _inside(error.filename, root):    # does not parse
         return f"{_inside(error.filename, root)}:{error.lineno}: {(error.text or '').strip()}"
-    culprit = getattr(error, "culprit", None)
-    if culprit is not None and _inside(culprit.__code__.co_filename, root):
-        code = culprit.__code__
-        return f"{_inside(code.co_filename, root)}:{code.co_firstlineno} in {culprit.__qualname__}"
+    code = getattr(getattr(error, "culprit", None), "__code__", None)
+    if code is not None and _inside(code.co_filename, root):
+        name = getattr(code, "co_qualname", code.co_name)                   # co_qualname: Python 3.11+
+        return f"{_inside(code.co_filename, root)}:{code.co_firstlineno} in {name}"
     chain, seen = [], error                  # a re-raise (`raise … from None`) keeps the first one as context
     while seen is not None and len(chain) < 5:
         chain.append(seen)

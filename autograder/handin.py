@@ -2,9 +2,9 @@
 
     python -m autograder handin [--submission DIR] [--out handin.tar] [--no-grade]
 
-It grades the folder locally first and says the score and which parts are not implemented yet, then writes
-the tar and says what to upload where. The tar holds the ``mytorch`` package's Python files and the notebooks (``notebooks/*.ipynb``), with paths
-relative to the submission folder; caches and anything else are left out.
+It grades the folder locally first and says the score and which parts are not implemented yet, then writes the
+tar and says what to upload where. The tar holds the ``mytorch`` package's Python files and the notebooks
+(``notebooks/*.ipynb``), with paths relative to the submission folder; caches and anything else are left out.
 """
 import argparse
 import os
