@@ -101,7 +101,7 @@ def cell_case(mytorch, config, inputs, out):
         d_state = tuple(upstream) if len(names) > 1 else upstream[0]
         dx, d_future = cell.backward(d_state)
         dxs.append(dx)
-        if steps > 1:                        # what each call added: the generator recognises `=` for `+=`
+        if steps > 1 and config.get("record_steps"):    # the generator's run: what each call added
             for name in params:
                 out.record.put(f"after_step/{step}/grad/{name}", cell.grads.get(name))
     _put_steps(out.record, "dx", dxs[::-1])

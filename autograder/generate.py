@@ -46,8 +46,8 @@ ASSIGNED = "grads-assigned"
 def assigned_variant(outputs):
     """What `grads[name] = …` instead of `+=` gives for every parameter, from the solution's own gradients.
 
-    The driver records each gradient after every backward call of a multi-step case (``after_step/t/grad/NAME``,
-    popped from ``outputs`` here: they are not graded). Assigning keeps only the last call's contribution:
+    Asked to (``record_steps``), the driver records each gradient after every backward call of a multi-step case
+    (``after_step/t/grad/NAME``, popped from ``outputs`` here: they are not graded). Assigning keeps only the last call's contribution:
     the final gradient minus the one before that call (the calls run from the last step down to step 0).
     """
     snapshots = {name: outputs.pop(name) for name in [n for n in outputs if n.startswith("after_step/")]}
@@ -65,7 +65,8 @@ def build_part(part, seed, with_hints=True):
 
     cases = spec.make_cases(part, seed)
     configs, inputs = [c for c, _ in cases], [i for _, i in cases]
-    expected, reports = run_solution(REPO, part, configs, inputs)
+    # record_steps: the gradients after every backward call too, from which `=` for `+=` is recognised
+    expected, reports = run_solution(REPO, part, [dict(c, record_steps=True) for c in configs], inputs)
     for k, (outputs, report) in enumerate(zip(expected, reports)):
         if outputs is None:
             raise RuntimeError(f"part {part.number} case {k + 1}: the solution raised {report['error']} at {report['where']}")

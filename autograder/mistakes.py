@@ -219,7 +219,7 @@ CATALOGUE = (
             ("5.1", "5.2"), STABLE, located="line"),
     # ---- a field missing from the Cache: located at the student's line, named
     Mistake("gru-cache-without-n", GRU, "r=r, z=z, n=n, g_n=g_n", "r=r, z=z, g_n=g_n", ("2.1", "2.2", "6.2"),
-            NO_CACHE_FIELD + " n", located="line"),
+            NO_CACHE_FIELD + " n", also=("raised inside the provided _finish",), located="line"),
     Mistake("gru-cache-without-g_n", GRU, "r=r, z=z, n=n, g_n=g_n", "r=r, z=z, n=n", ("2.2", "6.2"),
             NO_CACHE_FIELD + " g_n", also=("in backward: da_r = da_n * cache.g_n",)),
     # ---- an endless loop: where it was

@@ -6,7 +6,7 @@ import tarfile
 
 import pytest
 
-from autograder import grade, mistakes, spec
+from autograder import compare, grade, mistakes, spec
 from tests.graderkit import REPO, check_gradescope, load_results, make_submission, run_cli
 
 
@@ -102,6 +102,25 @@ def test_catalogue_is_large_and_covers_the_hint_list():
                  mistakes.Z_SWAPPED, mistakes.MATMUL, mistakes.NOT_ACCUMULATED, mistakes.BATCH_MEAN):
         assert any(m.hint == hint for m in mistakes.CATALOGUE)
     assert {n for m in mistakes.CATALOGUE for n in m.parts} == {p.number for p in spec.PARTS}
+    texts = [m.hint for m in mistakes.CATALOGUE] + [t for m in mistakes.CATALOGUE for t in m.also]
+    for hint in (mistakes.X_AT_W, mistakes.TRANSPOSE_FIX, mistakes.SQUEEZED, mistakes.STABLE, mistakes.HUNG,
+                 mistakes.FUTURE_DROPPED, mistakes.TIME_NOT_REVERSED, mistakes.ONLY_LAST_DY, compare.LAYER_ORDER,
+                 compare.UNBATCHED_NO_STATE, mistakes.ZEROS_SHARED, compare.TRANSPOSED_RETURN):
+        assert any(hint in text for text in texts), hint
+    assert any(mistakes.NO_CACHE_FIELD in text for text in texts)
+
+
+def test_equals_for_plus_equals_is_caught_for_every_parameter_of_every_cell():
+    """Each parameter a cell accumulates has its `=` mistake (the initial-state vectors of the TGRU are added
+    once per sequence, so `=` is right for them)."""
+    ids = {m.id for m in mistakes.CATALOGUE}
+    for cell, params in (("rnn", ("weight_ih", "weight_hh", "bias_ih", "bias_hh")),
+                         ("gru", ("weight_ih", "weight_hh", "bias_ih", "bias_hh")),
+                         ("gru_block", ("w_ru", "w_c", "b_ru", "b_c")),
+                         ("gmu", ("weight_ih", "weight_hh", "bias_ih", "bias_hh", "weight_ch_m", "weight_ch_o")),
+                         ("tgru", ("weight_ih", "weight_hh", "bias_ih", "bias_hh"))):
+        for name in params:
+            assert f"{cell}-{name}-assigned" in ids
 
 
 def test_fresh_seed_defeats_hard_coded_answers(tmp_path):
