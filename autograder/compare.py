@@ -150,6 +150,8 @@ UNBATCHED_NO_STATE = ("this case is unbatched, X is (T, I), and passes no initia
 STABLE_SIGMOID = ("1 / (1 + np.exp(-a)) overflows for a below about -709 (it still returns 0, with this "
                   "warning); use mytorch.functional.sigmoid (F.sigmoid), which never overflows: "
                   "exp(min(a, 0)) / (1 + exp(-|a|))")
+OVERFLOW = ("a value went beyond float64's range (about 1.8e308) in your code: the grader counts that as a "
+            "failure even where the result comes out right; rewrite the expression so no intermediate overflows")
 CACHE_FIELD = ("forward's Cache has no field {field}: what backward (and the grader) read must be stored by "
                "forward, Cache(..., {field}=...)")
 _WEIGHTISH = re.compile(r"@\s*((?:p|self\.params|params)\[[\"'][^\"']+[\"']\]|[A-Za-z_]\w*(?![\w(]))(\.T\b)?")

@@ -87,7 +87,7 @@ def judge_case(k, config, expected, variants, report, arrays, verbose=False):
     overflow = [w for w in _texts(report.get("warnings")) if "overflow" in w]
     if overflow:
         failures.append(overflow[0] + (f" (and {len(overflow) - 1} more)" if len(overflow) > 1 else ""))
-        hints.append(compare.STABLE_SIGMOID)
+        hints.append(compare.STABLE_SIGMOID if "in exp" in overflow[0] else compare.OVERFLOW)
     types = report.get("types") if isinstance(report.get("types"), dict) else {}
     stepped = set(config.get("stepped", ()))
     for name, reference in expected.items():
