@@ -8,7 +8,14 @@ and relative errors, where the first large difference is, and a hint when the pa
   of summed over the batch: recognised by transforming the reference;
 - a known mistake (sigmoid and tanh swapped, z and 1 − z swapped, gradients assigned instead of accumulated
   over time steps, …): recognised because the reference data holds what that mistake produces;
-- ``@`` where an elementwise ``*`` was meant: recognised from the error it raises.
+- from an error and the student's line it was raised at: a ``@`` whose weight needs (or has one too many)
+  ``.T``, or where an elementwise ``*`` was meant; a field missing from the Cache; a gradient returned
+  transposed; layers walked bottom-up in BPTT; a batch axis given to unbatched input;
+- from shapes: a result that lost an axis of length 1 (np.squeeze); from zeros: a gradient never added to
+  the array the layer shares.
+
+Shapes and indices are reported as the student's call returned them: an array the driver stacked over
+backward calls (``steps``) is shown per call.
 """
 import dataclasses
 import itertools
