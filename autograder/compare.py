@@ -50,29 +50,29 @@ def _gate_permutations(expected):
                     yield order, np.concatenate([pieces[i] for i in order], axis=axis)
 
 
-def transform_hints(name, actual, expected, batch):
+def transform_hints(name, actual, expected, batch, label=None):
     """Hints found by transforming the reference: transposed, sign, gate order, batch averaging."""
-    hints = []
+    hints, label = [], label or name
     swapped = np.swapaxes(expected, -1, -2) if expected.ndim >= 2 else None       # the transpose of every matrix
     if swapped is not None and close(actual, swapped) and not close(actual, expected):
-        hints.append((name, "the transpose of the expected array: check the orientation (x @ W.T gives (N, H); "
+        hints.append((label, "the transpose of the expected array: check the orientation (x @ W.T gives (N, H); "
                             "a weight gradient is d_outᵀ @ input, shaped like the weight)"))
     if actual.shape != expected.shape:
         if not hints and actual.size == expected.size and close(actual.reshape(expected.shape), expected):
-            hints.append((name, "the right values in the wrong shape: an unbatched input (1-D) must give "
+            hints.append((label, "the right values in the wrong shape: an unbatched input (1-D) must give "
                                 "1-D results, a batched one (N, ·) results"))
         return hints
     if np.abs(expected).max(initial=0) > ATOL and close(actual, -expected):
-        hints.append((name, "the right magnitude but the opposite sign: check a subtraction such as "
+        hints.append((label, "the right magnitude but the opposite sign: check a subtraction such as "
                             "(h − n) versus (n − h), or 1 − z versus z − 1"))
     for order, permuted in _gate_permutations(expected):
         if close(actual, permuted):
-            hints.append((name, "the right gate blocks in the wrong order (the order found is "
+            hints.append((label, "the right gate blocks in the wrong order (the order found is "
                          f"{list(order)} of the expected blocks): gates are stacked in the reference order, "
                                 "e.g. r, z, n for the GRU"))
             break
     if batch and batch > 1 and name.startswith("grad/") and close(actual * batch, expected):
-        hints.append((name, "the expected gradient divided by the batch size: sum over the batch "
+        hints.append((label, "the expected gradient divided by the batch size: sum over the batch "
                             "(np.sum(..., axis=0)); averaging belongs to the loss, not to the cell"))
     return hints
 
@@ -89,31 +89,34 @@ def squeeze_hints(name, actual_shape, expected_shape, scalar_type=False):
     return []
 
 
-def compare(name, actual, expected, type_text, variants=(), batch=None, steps=None, sequence=False):
+def compare(name, actual, expected, type_text, variants=(), batch=None, steps=None, sequence=False,
+            label=None):
     """The verdict on one array. ``variants``: (hint text, array) pairs of known mistakes' outputs.
 
     A hint is a text, or ``(array name, text)`` for one the part's report may merge across arrays.
 
     ``steps``: the array stacks one value per backward call on axis 0 (the driver's step axis, not the
-    student's); shapes and indices are then reported as the student's call returned them.
+    student's); shapes and indices are then reported as the student's call returned them. ``label``: the
+    array's name in the student's terms (``grads['weight_ih']`` for ``grad/weight_ih``).
     """
+    shown = label or name
     per_step = expected.shape[1:] if steps else expected.shape
     if type_text is None:
-        return Verdict(False, f"{name}: nothing was returned or set (expected an array of shape {per_step})")
+        return Verdict(False, f"{shown}: nothing was returned or set (expected an array of shape {per_step})")
     if actual is None:
         scalar = type_text.startswith(("numpy.float", "numpy.int", "float", "int"))
-        return Verdict(False, f"{name}: expected a numpy.ndarray of shape {per_step}, got {type_text}",
-                       tuple(squeeze_hints(name, (), per_step, scalar_type=True) if scalar else ()))
+        return Verdict(False, f"{shown}: expected a numpy.ndarray of shape {per_step}, got {type_text}",
+                       tuple(squeeze_hints(shown, (), per_step, scalar_type=True) if scalar else ()))
     if actual.dtype != expected.dtype:
         hint = ()
         if actual.dtype == np.float32:
             hint = ("something converts to float32 (np.float32, astype, a float32 constant array): keep the "
                     "dtype of the inputs (float64)",)
-        return Verdict(False, f"{name}: dtype {actual.dtype}, expected {expected.dtype}", hint)
+        return Verdict(False, f"{shown}: dtype {actual.dtype}, expected {expected.dtype}", hint)
     if actual.shape != expected.shape:
         got = actual.shape[1:] if steps and actual.ndim >= 1 and actual.shape[0] == expected.shape[0] else actual.shape
-        hints = squeeze_hints(name, got, per_step) or transform_hints(name, actual, expected, batch)
-        return Verdict(False, f"{name}: shape {got}, expected {per_step}", tuple(hints))
+        hints = squeeze_hints(shown, got, per_step) or transform_hints(name, actual, expected, batch, shown)
+        return Verdict(False, f"{shown}: shape {got}, expected {per_step}", tuple(hints))
     if close(actual, expected):
         return Verdict(True)
     diff = np.abs(actual.astype(np.float64) - expected)
@@ -124,15 +127,15 @@ def compare(name, actual, expected, type_text, variants=(), batch=None, steps=No
     where = f"index {first}"
     if steps:
         where = f"index {first[1:]}" if steps == 1 else f"index {first[1:]} of step {first[0] + 1}'s backward"
-    lines = [f"{name}: values differ in {int(bad.sum())} of {bad.size} entries; "
+    lines = [f"{shown}: values differ in {int(bad.sum())} of {bad.size} entries; "
              f"max abs error {np.nanmax(diff):.3g}, max rel error {rel:.3g}",
              f"  first at {where}: got {actual[first]:.6g}, expected {expected[first]:.6g}"]
     if np.isnan(actual).any():
-        lines.append(f"  {name} contains NaN: look for 0/0, log of a negative number, or overflow in exp")
-    hints = transform_hints(name, actual, expected, batch)
+        lines.append(f"  {shown} contains NaN: look for 0/0, log of a negative number, or overflow in exp")
+    hints = transform_hints(name, actual, expected, batch, shown)
     hints += [text for text, variant in variants if variant.shape == actual.shape and close(actual, variant)]
     if name.startswith("grad/") and not actual.any() and expected.any():
-        hints.append((name, ZERO_GRAD_SEQUENCE if sequence else ZERO_GRAD))
+        hints.append((shown, ZERO_GRAD_SEQUENCE if sequence else ZERO_GRAD))
     return Verdict(False, "\n".join(lines), tuple(dict.fromkeys(hints)))
 
 

@@ -49,6 +49,18 @@ def describe_case(config):
     return ", ".join(words)
 
 
+def label(name, config):
+    """An array's name as the student's code spells it: ``grads['w_c']``, ``state_T[1]``, ``d_state0[0][1] (c)``."""
+    parts = name.split("/")
+    if parts[0] == "grad" and len(parts) == 2:
+        return f"grads['{parts[1]}']"
+    if len(parts) == 3 and parts[0] in ("state_T", "d_state0") and parts[2] in config["states"]:
+        if len(config["states"]) == 1:                       # one-state cells: an array (L, N, H)
+            return f"{parts[0]}[{parts[1]}]"
+        return f"{parts[0]}[{parts[1]}][{config['states'].index(parts[2])}] ({parts[2]})"
+    return name
+
+
 class CaseVerdict:
     """One case: passed or not, its full lines, its one-line summary, and the hints it raised."""
 
@@ -93,7 +105,8 @@ def judge_case(k, config, expected, variants, report, arrays, verbose=False):
     for name, reference in expected.items():
         verdict = compare.compare(name, arrays.get(name), reference, _text(types.get(name), 300) or None,
                                   variants.get(name, ()), config["n"] or 1,
-                                  steps=config["steps"] if name in stepped else None, sequence=sequence)
+                                  steps=config["steps"] if name in stepped else None, sequence=sequence,
+                                  label=label(name, config))
         if not verdict.passed:
             failures.append(verdict.message)
             hints += verdict.hints
