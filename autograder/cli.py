@@ -151,18 +151,22 @@ def main_grade(argv):
     results_path = args.json or (GRADESCOPE_RESULTS if args.gradescope else None)
     start = time.monotonic()
     results = []
+    console, progress = report.Console(), report.Progress(report.Console(sys.stderr), len(parts))
     reaper.become_subreaper()
     if results_path:                                      # before any student code runs
         write_results(results_path, report.gradescope(
             _placeholder(parts, "the grader stopped before grading this part"), 0.0), user)
     try:
         if not os.path.isfile(os.path.join(root, "mytorch", "__init__.py")):
-            print(f"No mytorch package in {root}: run from the folder that holds mytorch/, or give --submission DIR.")
+            console.print(f"No mytorch package in {root}: run from the folder that holds mytorch/, or give "
+                          "--submission DIR.")
         results = grade.grade(root, parts, timeout=args.timeout, memory_mb=args.memory, verbose=args.verbose,
-                              fresh_seed=fresh_seed, solution=solution, jobs=args.jobs, user=user, python=python)
+                              fresh_seed=fresh_seed, solution=solution, jobs=args.jobs, user=user, python=python,
+                              progress=progress)
+        progress.finish()
         if fresh_seed is not None:
-            print(f"Graded on fresh cases from seed {fresh_seed}.")
-        print(report.table(results, time.monotonic() - start, args.verbose))
+            console.print(f"Graded on fresh cases from seed {fresh_seed}.")
+        console.print(report.table(results, time.monotonic() - start, args.verbose, width=min(console.width, 78)))
     finally:
         reaper.end_orphans()                              # every child is dead before the results are written
         if user is not None:
@@ -171,5 +175,5 @@ def main_grade(argv):
             if len(results) != len(parts):
                 results = _placeholder(parts, "the grader stopped before grading this part")
             if write_results(results_path, report.gradescope(results, time.monotonic() - start), user):
-                print(f"Results written to {results_path}")
+                console.print(f"Results written to {results_path}")
     return 0

@@ -8,10 +8,18 @@ and relative errors, where the first large difference is, and a hint when the pa
   of summed over the batch: recognised by transforming the reference;
 - a known mistake (sigmoid and tanh swapped, z and 1 − z swapped, gradients assigned instead of accumulated
   over time steps, …): recognised because the reference data holds what that mistake produces;
-- ``@`` where an elementwise ``*`` was meant: recognised from the error it raises.
+- from an error and the student's line it was raised at: a ``@`` whose weight needs (or has one too many)
+  ``.T``, or where an elementwise ``*`` was meant; a field missing from the Cache; a gradient returned
+  transposed; layers walked bottom-up in BPTT; a batch axis given to unbatched input;
+- from shapes: a result that lost an axis of length 1 (np.squeeze); from zeros: a gradient never added to
+  the array the layer shares.
+
+Shapes and indices are reported as the student's call returned them: an array the driver stacked over
+backward calls (``steps``) is shown per call.
 """
 import dataclasses
 import itertools
+import re
 
 import numpy as np
 
@@ -42,49 +50,73 @@ def _gate_permutations(expected):
                     yield order, np.concatenate([pieces[i] for i in order], axis=axis)
 
 
-def transform_hints(name, actual, expected, batch):
+def transform_hints(name, actual, expected, batch, label=None):
     """Hints found by transforming the reference: transposed, sign, gate order, batch averaging."""
-    hints = []
+    hints, label = [], label or name
     swapped = np.swapaxes(expected, -1, -2) if expected.ndim >= 2 else None       # the transpose of every matrix
     if swapped is not None and close(actual, swapped) and not close(actual, expected):
-        hints.append(f"{name} is the transpose of the expected array: check the orientation (x @ W.T gives (N, H); "
-                     "a weight gradient is d_outᵀ @ input, shaped like the weight)")
+        hints.append((label, "the transpose of the expected array: check the orientation (x @ W.T gives (N, H); "
+                            "a weight gradient is d_outᵀ @ input, shaped like the weight)"))
     if actual.shape != expected.shape:
         if not hints and actual.size == expected.size and close(actual.reshape(expected.shape), expected):
-            hints.append(f"{name} has the right values in the wrong shape: an unbatched input (1-D) must give "
-                         "1-D results, a batched one (N, ·) results")
+            hints.append((label, "the right values in the wrong shape: an unbatched input (1-D) must give "
+                                "1-D results, a batched one (N, ·) results"))
         return hints
     if np.abs(expected).max(initial=0) > ATOL and close(actual, -expected):
-        hints.append(f"{name} has the right magnitude but the opposite sign: check a subtraction such as "
-                     "(h − n) versus (n − h), or 1 − z versus z − 1")
+        hints.append((label, "the right magnitude but the opposite sign: check a subtraction such as "
+                            "(h − n) versus (n − h), or 1 − z versus z − 1"))
     for order, permuted in _gate_permutations(expected):
         if close(actual, permuted):
-            hints.append(f"{name} holds the right gate blocks in the wrong order (the order found is "
+            hints.append((label, "the right gate blocks in the wrong order (the order found is "
                          f"{list(order)} of the expected blocks): gates are stacked in the reference order, "
-                         "e.g. r, z, n for the GRU")
+                                "e.g. r, z, n for the GRU"))
             break
     if batch and batch > 1 and name.startswith("grad/") and close(actual * batch, expected):
-        hints.append(f"{name} is the expected gradient divided by the batch size: sum over the batch "
-                     "(np.sum(..., axis=0)); averaging belongs to the loss, not to the cell")
+        hints.append((label, "the expected gradient divided by the batch size: sum over the batch "
+                            "(np.sum(..., axis=0)); averaging belongs to the loss, not to the cell"))
     return hints
 
 
-def compare(name, actual, expected, type_text, variants=(), batch=None):
-    """The verdict on one array. ``variants``: (hint text, array) pairs of known mistakes' outputs."""
+def squeeze_hints(name, actual_shape, expected_shape, scalar_type=False):
+    """Hints for a result that lost axes of length 1 (np.squeeze, .item(), a sum): recognised from shapes."""
+    kept = tuple(d for d in expected_shape if d != 1)
+    if scalar_type or (actual_shape != expected_shape and tuple(d for d in actual_shape if d != 1) == kept
+                       and len(actual_shape) < len(expected_shape)):
+        return [(name, "lost an axis of length 1: np.squeeze (or .item(), a sum) drops every such axis, the "
+                       "batch axis too when N = 1. Inside the cell arrays are always (N, ·), unbatched input as "
+                       "N = 1, and the cell removes that axis itself when it returns, so keep the batch axis "
+                       "(index or reshape explicitly instead of squeezing)")]
+    return []
+
+
+def compare(name, actual, expected, type_text, variants=(), batch=None, steps=None, sequence=False,
+            label=None):
+    """The verdict on one array. ``variants``: (hint text, array) pairs of known mistakes' outputs.
+
+    A hint is a text, or ``(array name, text)`` for one the part's report may merge across arrays.
+
+    ``steps``: the array stacks one value per backward call on axis 0 (the driver's step axis, not the
+    student's); shapes and indices are then reported as the student's call returned them. ``label``: the
+    array's name in the student's terms (``grads['weight_ih']`` for ``grad/weight_ih``).
+    """
+    shown = label or name
+    per_step = expected.shape[1:] if steps else expected.shape
     if type_text is None:
-        return Verdict(False, f"{name}: nothing was returned or set (expected an array of shape {expected.shape})")
+        return Verdict(False, f"{shown}: nothing was returned or set (expected an array of shape {per_step})")
     if actual is None:
-        return Verdict(False, f"{name}: expected a numpy.ndarray of shape {expected.shape}, got {type_text}")
+        scalar = type_text.startswith(("numpy.float", "numpy.int", "float", "int"))
+        return Verdict(False, f"{shown}: expected a numpy.ndarray of shape {per_step}, got {type_text}",
+                       tuple(squeeze_hints(shown, (), per_step, scalar_type=True) if scalar else ()))
     if actual.dtype != expected.dtype:
         hint = ()
         if actual.dtype == np.float32:
             hint = ("something converts to float32 (np.float32, astype, a float32 constant array): keep the "
                     "dtype of the inputs (float64)",)
-        return Verdict(False, f"{name}: dtype {actual.dtype}, expected {expected.dtype}", hint)
-    hints = []
+        return Verdict(False, f"{shown}: dtype {actual.dtype}, expected {expected.dtype}", hint)
     if actual.shape != expected.shape:
-        hints = transform_hints(name, actual, expected, batch)
-        return Verdict(False, f"{name}: shape {actual.shape}, expected {expected.shape}", tuple(hints))
+        got = actual.shape[1:] if steps and actual.ndim >= 1 and actual.shape[0] == expected.shape[0] else actual.shape
+        hints = squeeze_hints(shown, got, per_step) or transform_hints(name, actual, expected, batch, shown)
+        return Verdict(False, f"{shown}: shape {got}, expected {per_step}", tuple(hints))
     if close(actual, expected):
         return Verdict(True)
     diff = np.abs(actual.astype(np.float64) - expected)
@@ -92,26 +124,86 @@ def compare(name, actual, expected, type_text, variants=(), batch=None):
     first = tuple(int(i) for i in np.argwhere(bad)[0])
     with np.errstate(divide="ignore", invalid="ignore"):
         rel = np.nanmax(np.where(bad, diff / np.maximum(np.abs(expected), 1e-12), 0.0))
-    lines = [f"{name}: values differ in {int(bad.sum())} of {bad.size} entries; "
+    where = f"index {first}"
+    if steps:
+        where = f"index {first[1:]}" if steps == 1 else f"index {first[1:]} of step {first[0] + 1}'s backward"
+    lines = [f"{shown}: values differ in {int(bad.sum())} of {bad.size} entries; "
              f"max abs error {np.nanmax(diff):.3g}, max rel error {rel:.3g}",
-             f"  first at index {first}: got {actual[first]:.6g}, expected {expected[first]:.6g}"]
+             f"  first at {where}: got {actual[first]:.6g}, expected {expected[first]:.6g}"]
     if np.isnan(actual).any():
-        lines.append(f"  {name} contains NaN: look for 0/0, log of a negative number, or overflow in exp")
-    hints = transform_hints(name, actual, expected, batch)
+        lines.append(f"  {shown} contains NaN: look for 0/0, log of a negative number, or overflow in exp")
+    hints = transform_hints(name, actual, expected, batch, shown)
     hints += [text for text, variant in variants if variant.shape == actual.shape and close(actual, variant)]
+    if name.startswith("grad/") and not actual.any() and expected.any():
+        hints.append((shown, ZERO_GRAD_SEQUENCE if sequence else ZERO_GRAD))
     return Verdict(False, "\n".join(lines), tuple(dict.fromkeys(hints)))
 
 
-def error_hints(error):
-    """Hints recognised from an exception's text."""
+ZERO_GRAD = ("all zeros: backward must add each step's gradient into the cell's own array, "
+             "self.grads[...] += …")
+ZERO_GRAD_SEQUENCE = ("all zeros: no gradient reached them. The layer's grads are the cells' own arrays, "
+                      "shared: a cell that writes grads[name] = … binds a new array the layer never sees; add "
+                      "into the existing one with grads[name] += …")
+TRANSPOSE_WEIGHT = ("the inner sizes of `@` must agree, (N, k) @ (k, M). Weights are stored (out, in) as in "
+                    "PyTorch: forward multiplies by the transpose, x @ W.T is (N, I) @ (I, H); backward by "
+                    "the weight itself, da @ W is (N, H) @ (H, I). Check the .T on {operand} in this line")
+ELEMENTWISE = ("`@` is a matrix product: an elementwise product (⊙ in the equations, e.g. r ⊙ h) is `*` "
+               "in NumPy")
+MATMUL_EITHER = ("the inner sizes of `@` must agree, (N, k) @ (k, M): either one side needs a transpose "
+                 "(weights are stored (out, in): x @ W.T), or the equation means an elementwise product, `*`")
+LAYER_ORDER = ("in BPTT the gradient added to layer l's h is the dx that layer l + 1 just returned: at each "
+               "step walk the layers from the top down, reversed(range(num_layers))")
+TRANSPOSED_RETURN = ("one array here is the transpose of the other: a gradient came back (H, N) instead of "
+                     "(N, H); check the order of the matrix product that makes it (da @ W, not (da @ W).T)")
+UNBATCHED_NO_STATE = ("this case is unbatched, X is (T, I), and passes no initial state: the layer steps its "
+                      "cells on a batch of one, so every state it makes is (1, H), and only the states it "
+                      "returns drop that axis; let the cell make its own (cell.initial_state_part(j, N))")
+STABLE_SIGMOID = ("1 / (1 + np.exp(-a)) overflows for a below about -709 (it still returns 0, with this "
+                  "warning); use mytorch.functional.sigmoid (F.sigmoid), which never overflows: "
+                  "exp(min(a, 0)) / (1 + exp(-|a|))")
+OVERFLOW = ("a value went beyond float64's range (about 1.8e308) in your code: the grader counts that as a "
+            "failure even where the result comes out right; rewrite the expression so no intermediate overflows")
+CACHE_FIELD = ("forward's Cache has no field {field}: what backward (and the grader) read must be stored by "
+               "forward, Cache(..., {field}=...)")
+_WEIGHTISH = re.compile(r"@\s*((?:p|self\.params|params)\[[\"'][^\"']+[\"']\]|[A-Za-z_]\w*(?![\w(]))(\.T\b)?")
+
+
+def _matmul_hint(line):
+    """Which fix a core-dimension error of `@` needs, read from the student's line."""
+    operands = _WEIGHTISH.findall(line)
+    weights = [op for op, _ in operands if re.search(r"weight|w_|(^|\W)W", op)]
+    if weights:
+        return TRANSPOSE_WEIGHT.format(operand=weights[0])
+    if operands:
+        return ELEMENTWISE
+    return MATMUL_EITHER
+
+
+def error_hints(error, where="", sequence=False):
+    """Hints recognised from an exception's text and the student's line it was raised at (``where``)."""
     hints = []
+    line = where.split(": ", 1)[1] if ": " in where else ""
     if "matmul" in error and "mismatch in its core dimension" in error:
-        hints.append("`@` is a matrix product: an elementwise product (⊙ in the equations, e.g. r ⊙ h) is `*` "
-                     "in NumPy")
-    if "operands could not be broadcast" in error:
-        hints.append("two arrays of incompatible shapes met in an elementwise operation: print their shapes; "
-                     "a sum over the batch is np.sum(..., axis=0)")
+        hints.append(_matmul_hint(line))
+    shapes = re.search(r"operands could not be broadcast together with shapes \(([\d,]*)\) \(([\d,]*)\)", error)
+    returned = re.search(r"returned d\w+ of shape \(([\d, ]*)\), expected \(([\d, ]*)\)", error)
+    shapes = shapes or returned
+    if shapes and shapes.group(1).replace(" ", "") == ",".join(reversed(shapes.group(2).replace(" ", "").split(","))) \
+            and shapes.group(1) != shapes.group(2):
+        hints.append(TRANSPOSED_RETURN)
+    elif "operands could not be broadcast" in error:
+        if sequence and "_route" in where:              # a gradient of layer l's width met layer l+1's
+            hints.append(LAYER_ORDER)
+        else:
+            hints.append("two arrays of incompatible shapes met in an elementwise operation: print their "
+                         "shapes; a sum over the batch is np.sum(..., axis=0)")
     if "non-broadcastable output operand" in error:
         hints.append("an in-place update (+=) got an array of another shape: a bias gradient (H,) needs the "
                      "batch summed out, np.sum(d, axis=0)")
+    field = re.search(r"'Cache' object has no attribute '(\w+)'", error)
+    if field:
+        hints.append(CACHE_FIELD.format(field=field.group(1)))
+    if sequence and ("because x is unbatched" in error or
+                     re.search(r"state\S* has shape \((\d+),\), expected \(1, \1\)", error)):
+        hints.append(UNBATCHED_NO_STATE)
     return hints

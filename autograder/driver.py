@@ -1,13 +1,16 @@
 """Runs one part's cases against a ``mytorch`` package, inside the child process, and reports plain data.
 
-This is the only grader code that touches a submission. It is loaded by file path in the child, never
-imported by the grading process. It computes nothing itself: it builds the cell or layer, feeds the case's
-inputs, and collects what comes back (plus what kind of object each value was, which inputs or parameters
-were changed in place, and where an error was raised). Judging happens in the parent.
+This is the only grader code that touches a submission. It is loaded by file path in the child; the grading
+process reads only its tables of provided code (it never runs a case). It computes nothing itself: it builds
+the cell or layer, feeds the case's inputs, and collects what comes back (plus what kind of object each value
+was, which inputs or parameters were changed in place, and where an error was raised). Judging happens in the
+parent.
 """
 import json
+import linecache
 import os
 import traceback
+import warnings
 
 import numpy as np
 
@@ -88,16 +91,20 @@ def cell_case(mytorch, config, inputs, out):
     _check_unchanged(cell.params, params, out)
     if config["kind"] != "backward":
         return
-    d_future, dxs = None, []
-    for step in reversed(range(config["steps"])):
+    d_future, dxs, steps = None, [], config["steps"]
+    for step in reversed(range(steps)):
         upstream = [inputs[f"d_state/{k}"][step] for k in range(len(names))]
-        if d_future is not None:
-            carried = d_future if len(names) > 1 else (d_future,)
+        if step < steps - 1:                 # what the backward of step + 1 returned joins this step's
+            carried = tuple(d_future) if isinstance(d_future, (tuple, list)) else (d_future,)
+            _check_carried(cell, names, carried, upstream, step + 1, steps)
             upstream = [u + c for u, c in zip(upstream, carried)]
         d_state = tuple(upstream) if len(names) > 1 else upstream[0]
         dx, d_future = cell.backward(d_state)
         dxs.append(dx)
-    out.record.put("dx", np.stack(dxs[::-1]) if all(type(d) is np.ndarray for d in dxs) else dxs[0])
+        if steps > 1 and config.get("record_steps"):    # the generator's run: what each call added
+            for name in params:
+                out.record.put(f"after_step/{step}/grad/{name}", cell.grads.get(name))
+    _put_steps(out.record, "dx", dxs[::-1])
     out.record.put_state("d", [f"{n}_prev" for n in names], d_future)
     for name in params:
         out.record.put(f"grad/{name}", cell.grads.get(name))
@@ -111,6 +118,39 @@ def cell_case(mytorch, config, inputs, out):
         for name, value in zip(("d_x", "d_h_prev", "d_c_bar", "d_r_bar_u_bar"), grads):
             out.record.put(f"op/{name}", value)
     _check_unchanged(cell.params, params, out)
+
+
+def _put_steps(record, name, values):
+    """One value per backward call, stacked on a leading step axis when every call returned the same kind of
+    array; otherwise the first call's value, so its type is reported as the student's call returned it."""
+    if all(type(v) is np.ndarray for v in values) and len({v.shape for v in values}) == 1:
+        record.put(name, np.stack(values))
+    else:
+        record.put(name, next((v for v in values if type(v) is not np.ndarray), values[0]))
+        record.arrays.pop(name, None)             # one call's value: never mistaken for the stacked array
+
+
+class WrongShape(ValueError):
+    """A value the student's code returned is unusable by the next call; the message says which and why."""
+
+
+def _check_carried(cell, names, carried, upstream, step, steps):
+    """The d_state_prev a backward returned must have the shape of the state its forward was given."""
+    if len(carried) != len(names):
+        error = WrongShape(f"{type(cell).__name__}.backward (step {step + 1} of {steps}) returned one d_state_prev "
+                           f"where a tuple of {len(names)} was expected, ({', '.join('d' + n for n in names)})")
+        error.culprit = type(cell).backward
+        raise error
+    for name, got, like in zip(names, carried, upstream):
+        shape = getattr(got, "shape", None)
+        if shape != like.shape:
+            shown = f"shape {shape}" if shape is not None else f"type {describe(got)}"
+            error = WrongShape(
+                f"{type(cell).__name__}.backward (step {step + 1} of {steps}) returned d{name}_prev of {shown}, "
+                f"expected {like.shape} like the {name} its forward was given; the backward of step {step} "
+                "adds it to its own gradient")
+            error.culprit = type(cell).backward
+            raise error
 
 
 def _state_form(config):
@@ -251,21 +291,91 @@ def ctc_case(mytorch, config, inputs, out):
 class CaseResult:
     def __init__(self):
         self.record = Recorder()
-        self.status, self.error, self.where, self.mutated = "ok", "", "", []
+        self.status, self.error, self.where, self.mutated, self.warnings = "ok", "", "", [], []
+
+
+# Provided code a student does not write: an error raised there is reported at the student's line that
+# called it. Whole files, or (file, function) for the helpers next to the TODOs.
+PROVIDED_FILES = {"mytorch/nn/cell.py", "mytorch/nn/module.py", "mytorch/functional.py", "mytorch/nn/init.py",
+                  "mytorch/grad_mode.py"}
+PROVIDED_FUNCTIONS = {("mytorch/nn/recurrent.py", f) for f in (
+    "forward", "backward", "_parts", "_as_state", "_h", "_keep", "_route", "_plus", "_zeros_for_none", "_live",
+    "_initial_state_grads", "_time_major", "_layout", "_lengths", "_split_states", "_public_states")}
+PROVIDED_FUNCTIONS |= {("mytorch/nn/gru_block_cell.py", "_check_op"), ("mytorch/nn/tgru_cell.py", "_draw"),
+                       ("mytorch/nn/tgru_cell.py", "_initialisers")}
+
+# provided checks of a public method's arguments: an error there is the caller's
+VALIDATORS = {"_prepare", "_prepare_backward", "_array", "_split_state", "_split_states", "_lengths", "_time_major"}
+
+
+def _inside(path, root):
+    path = os.path.realpath(path)
+    return os.path.relpath(path, root) if path.startswith(root + os.sep) else None
+
+
+def _provided(relpath, function):
+    relpath = relpath.replace(os.sep, "/")
+    return relpath in PROVIDED_FILES or (relpath, function) in PROVIDED_FUNCTIONS
 
 
 def where_in(error, root):
-    """The last traceback line inside the submission, as 'mytorch/nn/gru_cell.py:87 in backward'."""
+    """``_where_in``, or '' if the error is too strange to locate (a student's object may be anything)."""
+    try:
+        return _where_in(error, root)
+    except Exception:
+        return ""
+
+
+def _where_in(error, root):
+    """The student's line the error came from, as 'mytorch/nn/gru_cell.py:87 in backward: <line>'.
+
+    That is the innermost frame in the submission outside the provided helpers (an error inside ``_finish``
+    is reported at the student's line that called it, with the helper named). A value the student returned
+    that broke later (``error.culprit``, a function) is located at that function's definition.
+    """
     root = os.path.realpath(root)
-    if isinstance(error, SyntaxError) and error.filename and \
-            os.path.realpath(error.filename).startswith(root + os.sep):       # the line that does not parse
-        return f"{os.path.relpath(os.path.realpath(error.filename), root)}:{error.lineno}: {(error.text or '').strip()}"
-    frames = [f for f in traceback.extract_tb(error.__traceback__)
-              if os.path.realpath(f.filename).startswith(root + os.sep)]
+    if isinstance(error, SyntaxError) and error.filename and _inside(error.filename, root):    # does not parse
+        return f"{_inside(error.filename, root)}:{error.lineno}: {(error.text or '').strip()}"
+    code = getattr(getattr(error, "culprit", None), "__code__", None)
+    if code is not None and _inside(code.co_filename, root):
+        name = getattr(code, "co_qualname", code.co_name)                   # co_qualname: Python 3.11+
+        return f"{_inside(code.co_filename, root)}:{code.co_firstlineno} in {name}"
+    chain, seen = [], error                  # a re-raise (`raise … from None`) keeps the first one as context
+    while seen is not None and len(chain) < 5:
+        chain.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    frames = []
+    for link in reversed(chain):             # the innermost exception that reached the submission
+        frames = [(f, _inside(f.filename, root)) for f in traceback.extract_tb(link.__traceback__)]
+        frames = [(f, rel) for f, rel in frames if rel]
+        if frames:
+            break
     if not frames:
         return ""
-    f = frames[-1]
-    return f"{os.path.relpath(os.path.realpath(f.filename), root)}:{f.lineno} in {f.name}: {(f.line or '').strip()}"
+    theirs = [k for k, (f, rel) in enumerate(frames) if not _provided(rel, f.name)]
+    k = theirs[-1] if theirs else len(frames) - 1
+    inner, inner_rel = frames[-1]
+    if inner.name in VALIDATORS and k > 0 and theirs and theirs[-1] == k and \
+            inner.filename != frames[k][0].filename:
+        # a method of the student's rejected its arguments: the fault is in the call, one frame further out
+        f, rel = frames[k - 1]
+        via = f" ({frames[k][0].name} rejected the arguments of this call)"
+    else:
+        f, rel = frames[k]
+        via = "" if inner is f else f" (raised inside the provided {inner.name} in {inner_rel}, called here)"
+    return f"{rel}:{f.lineno} in {f.name}: {(f.line or '').strip()}{via}"
+
+
+def _student_warnings(caught, root):
+    """Warnings raised on a line of the submission: 'RuntimeWarning: overflow … at mytorch/…:12: <line>'."""
+    root = os.path.realpath(root)
+    found = []
+    for w in caught:
+        rel = _inside(w.filename, root) if w.filename else None
+        if rel and len(found) < 5:
+            line = linecache.getline(w.filename, w.lineno).strip()
+            found.append(f"{w.category.__name__}: {w.message} at {rel}:{w.lineno}: {line}"[:500])
+    return found
 
 
 def describe_error(error):
@@ -283,7 +393,13 @@ def run_case(mytorch, root, config, inputs):
     result = CaseResult()
     originals = {k: v.copy() for k, v in inputs.items()}
     try:
-        {"sequence": sequence_case, "ctc": ctc_case}.get(config["kind"], cell_case)(mytorch, config, inputs, result)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                run = {"sequence": sequence_case, "ctc": ctc_case}.get(config["kind"], cell_case)
+                run(mytorch, config, inputs, result)
+            finally:
+                result.warnings = _student_warnings(caught, root)
     except NotImplementedError as error:
         result.status, result.error = "not_implemented", describe_error(error).partition(": ")[2]
         result.where = where_in(error, root)
@@ -304,5 +420,5 @@ def run(mytorch, root, configs, inputs_list):
         for name, value in result.record.arrays.items():
             arrays[f"{k}:{name}"] = value
         report.append({"status": result.status, "error": result.error, "where": result.where,
-                       "types": result.record.types, "mutated": result.mutated})
+                       "types": result.record.types, "mutated": result.mutated, "warnings": result.warnings})
     return arrays, json.dumps(report)

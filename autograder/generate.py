@@ -40,17 +40,42 @@ def mutated_copy(mistake, into):
     return into
 
 
+ASSIGNED = "grads-assigned"
+
+
+def assigned_variant(outputs):
+    """What `grads[name] = …` instead of `+=` gives for every parameter, from the solution's own gradients.
+
+    Asked to (``record_steps``), the driver records each gradient after every backward call of a multi-step case
+    (``after_step/t/grad/NAME``, popped from ``outputs`` here: they are not graded). Assigning keeps only the last call's contribution:
+    the final gradient minus the one before that call (the calls run from the last step down to step 0).
+    """
+    snapshots = {name: outputs.pop(name) for name in [n for n in outputs if n.startswith("after_step/")]}
+    assigned = {}
+    for name, final in outputs.items():
+        before = snapshots.get(f"after_step/1/{name}")
+        if name.startswith("grad/") and before is not None and not compare.close(final - before, final):
+            assigned[name] = final - before
+    return assigned
+
+
 def build_part(part, seed, with_hints=True):
     """(configs, inputs, expected, variants, hints) for one part."""
     from autograder import mistakes                               # instructor-only module
 
     cases = spec.make_cases(part, seed)
     configs, inputs = [c for c, _ in cases], [i for _, i in cases]
-    expected, reports = run_solution(REPO, part, configs, inputs)
+    # record_steps: the gradients after every backward call too, from which `=` for `+=` is recognised
+    expected, reports = run_solution(REPO, part, [dict(c, record_steps=True) for c in configs], inputs)
     for k, (outputs, report) in enumerate(zip(expected, reports)):
         if outputs is None:
             raise RuntimeError(f"part {part.number} case {k + 1}: the solution raised {report['error']} at {report['where']}")
     variants, hints = [{} for _ in configs], {}
+    for k, outputs in enumerate(expected):
+        assigned = assigned_variant(outputs)
+        if assigned:
+            variants[k][ASSIGNED] = assigned
+            hints[ASSIGNED] = mistakes.NOT_ACCUMULATED
     for mistake in (mistakes.HINTED if with_hints else ()):
         if part.number not in mistake.parts:
             continue

@@ -8,7 +8,7 @@ import concurrent.futures
 import dataclasses
 import os
 
-from autograder import compare, data, sandbox, spec, untrusted
+from autograder import data, feedback, sandbox, spec, untrusted
 
 PART_OUTPUT_LIMIT = 16000        # characters of one part's message: the results file stays well under 1 MB
 
@@ -26,89 +26,9 @@ class PartResult:
         return self.status == "passed"
 
 
-def describe_case(config):
-    if config["kind"] == "ctc":                                # section 8 says its case in words
-        return config["describe"]
-    n = config["n"]
-    words = ["unbatched" if n is None else f"N={n}", f"I={config['I']}", f"H={config['H']}"]
-    if config["kind"] == "sequence":
-        words += [f"T={config['steps']}", f"{config['layers']} layer{'s' if config['layers'] > 1 else ''}"]
-        if config["batch_first"]:
-            words.append("batch_first")
-        if config.get("bidirectional"):
-            words.append("bidirectional")
-        if config.get("lengths") is not None:
-            words.append(f"lengths={config['lengths']}")
-    elif config["steps"] > 1:
-        words.append(f"{config['steps']} steps forward then backward on one cell")
-    if config["interface"] == "course":
-        words.append("course interface: init_weights, Wrx … bnh, dWrx … dbnh")
-    words += [f"{k}={v}" for k, v in config["flags"].items()]
-    return ", ".join(words)
-
-
-def judge_case(k, config, expected, variants, report, arrays, verbose):
-    """(passed, message lines) for one case."""
-    header = f"case {k + 1} ({describe_case(config)})"
-    status = report.get("status")
-    if status == "not_implemented":
-        return False, [f"{header}: not implemented yet" + (f" ({report['error']})" if report.get("error") else "")]
-    if status in ("error", "import_error"):
-        lines = [f"{header}: {report.get('error', 'failed')}"]
-        if report.get("where"):
-            lines.append(f"  at {report['where']}")
-        lines += [f"  Hint: {h}" for h in compare.error_hints(str(report.get("error", "")))]
-        return False, lines
-    failures = []
-    if report.get("mutated"):
-        failures.append(f"modified {', '.join(map(str, report['mutated']))} in place: never change inputs or "
-                        "parameters in forward/backward (x += … changes the caller's array; use x = x + …)")
-    batch = config["n"] or 1
-    for name, reference in expected.items():
-        verdict = compare.compare(name, arrays.get(name), reference, report.get("types", {}).get(name),
-                                  variants.get(name, ()), batch)
-        if not verdict.passed:
-            failures.append(verdict.message + "".join(f"\n  Hint: {h}" for h in verdict.hints))
-    if not failures:
-        return True, [f"{header}: passed"] if verbose else []
-    failures.sort(key=lambda message: "Hint:" not in message)        # those that say what went wrong first
-    shown = failures if verbose else failures[:3]
-    more = [] if len(shown) == len(failures) else [f"  … and {len(failures) - len(shown)} more arrays differ "
-                                                   "(--verbose shows all)"]
-    return False, [f"{header}: failed"] + ["  " + m.replace("\n", "\n  ") for m in shown] + more
-
-
 def judge(part, part_data, outcome, verbose=False):
-    """Score one part from the child's outcome."""
-    cases = len(part_data.configs)
-    if outcome.failure:
-        lines = [f"Your code {outcome.failure}."]
-        if outcome.output.strip():
-            lines.append("Last output:\n" + "\n".join("  " + line for line in outcome.output.strip().splitlines()[-15:]))
-        return PartResult(part, 0.0, "error", "\n".join(lines), outcome.seconds)
-    errors = {(r.get("status"), r.get("error"), r.get("where")) for r in outcome.reports}
-    if len(errors) == 1 and next(iter(errors))[0] == "error":          # one error, raised by every case
-        _, lines = judge_case(0, part_data.configs[0], {}, {}, outcome.reports[0], {}, verbose)
-        lines[0] = f"all {cases} cases: {outcome.reports[0].get('error', 'failed')}"
-        return PartResult(part, 0.0, "failed", "\n".join([f"0 of {cases} cases passed"] + lines), outcome.seconds)
-    passed, lines = 0, []
-    for k in range(cases):
-        arrays = {name: a for (case, name), a in outcome.arrays.items() if case == k}
-        ok, case_lines = judge_case(k, part_data.configs[k], part_data.expected[k], part_data.variants[k],
-                                    outcome.reports[k], arrays, verbose)
-        passed += ok
-        lines += case_lines
-    statuses = {r.get("status") for r in outcome.reports}
-    if statuses == {"not_implemented"}:
-        return PartResult(part, 0.0, "not implemented", "not implemented yet", outcome.seconds)
-    if statuses == {"import_error"}:
-        r = outcome.reports[0]
-        return PartResult(part, 0.0, "error", r["error"] + (f"\n  at {r['where']}" if r.get("where") else ""),
-                          outcome.seconds)
-    score = round(part.points * passed / cases, 2)
-    status = "passed" if passed == cases else "failed"
-    summary = f"{passed} of {cases} cases passed"
-    return PartResult(part, score, status, "\n".join([summary] + lines), outcome.seconds)
+    """Score one part from the child's outcome (the message is built in ``feedback``)."""
+    return PartResult(part, *feedback.judge_part(part, part_data, outcome, verbose), outcome.seconds)
 
 
 def _fresh_part_data(part, seed, solution, timeout, memory_mb, python=None):
@@ -163,21 +83,26 @@ def references(parts, fresh_seed=None, solution=None, timeout=20.0, memory_mb=10
 
 
 def grade(root, parts=None, timeout=20.0, memory_mb=1024, verbose=False, fresh_seed=None, solution=None,
-          jobs=None, user=None, python=None, loaded=None):
+          jobs=None, user=None, python=None, loaded=None, progress=None):
     """Grade the ``mytorch`` in ``root`` on ``parts`` (default all). Returns a list of ``PartResult``.
 
     Every reference is loaded and verified (or computed by the solution) before any student code runs, so
     nothing a submission does to the files on disk can change this run's references; ``loaded``: the
     ``references(parts, ...)`` already read (batch grading reads them once for every submission).
-    ``user``: a pwd entry to run student code as; ``python``: the child's interpreter.
+    ``user``: a pwd entry to run student code as; ``python``: the child's interpreter; ``progress``: called
+    with each ``PartResult`` as soon as its part is graded (from a worker thread).
     """
     parts = list(parts or spec.PARTS)
     jobs = jobs or os.cpu_count() or 1
     if loaded is None:
         loaded = references(parts, fresh_seed, solution, timeout, memory_mb, jobs, python)
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-        results = list(pool.map(lambda pr: grade_part(pr[0], pr[1], root, timeout, memory_mb, verbose, user, python),
-                                zip(parts, loaded)))
+        def graded(part, part_data):
+            result = grade_part(part, part_data, root, timeout, memory_mb, verbose, user, python)
+            if progress is not None:
+                progress(result)
+            return result
+        results = list(pool.map(lambda pr: graded(*pr), zip(parts, loaded)))
     by_number = {r.part.number: r for r in results}
     for r in results:                                          # a backward builds on its forward
         if r.part.kind == "backward" and not r.passed:

@@ -1,15 +1,17 @@
 """Students: pack what you hand in.
 
-    python -m autograder handin [--submission DIR] [--out handin.tar]
+    python -m autograder handin [--submission DIR] [--out handin.tar] [--no-grade]
 
-The tar holds the ``mytorch`` package's Python files and the notebooks (``notebooks/*.ipynb``), with paths
-relative to the submission folder; caches and anything else are left out.
+It grades the folder locally first and says the score and which parts are not implemented yet, then writes the
+tar and says what to upload where. The tar holds the ``mytorch`` package's Python files and the notebooks
+(``notebooks/*.ipynb``), with paths relative to the submission folder; caches and anything else are left out.
 """
 import argparse
 import os
 import sys
 import tarfile
 
+from autograder import grade, report
 from autograder.cli import default_submission
 
 
@@ -26,16 +28,37 @@ def main(argv):
     parser = argparse.ArgumentParser(prog="python -m autograder handin", description=__doc__.split("\n\n")[0])
     parser.add_argument("--submission", default=None, metavar="DIR")
     parser.add_argument("--out", default="handin.tar", metavar="PATH")
+    parser.add_argument("--no-grade", action="store_true", help="pack without grading locally first")
     args = parser.parse_args(argv)
     root = os.path.abspath(args.submission or default_submission())
     files = files_to_hand_in(root)
     if not any(f.startswith("mytorch" + os.sep) for f in files):
         parser.error(f"no mytorch package in {root}")
+    console = report.Console()
+    if not args.no_grade:
+        console.print(local_score(root))
     with tarfile.open(args.out, "w") as tar:
         for name in files:
             tar.add(os.path.join(root, name), arcname=name, recursive=False)
-    print(f"Wrote {args.out} with {len(files)} files from {root}")
+    console.print(f"Wrote {args.out} with {len(files)} files from {root}.\n"
+                  f"Upload {os.path.abspath(args.out)} to this assignment on Gradescope (the file itself, not a "
+                  "folder or a zip of it); Gradescope grades it again on its own copy of these tests.")
     return 0
+
+
+def local_score(root):
+    """What this folder scores here, and a warning for every part that is not implemented yet."""
+    results = grade.grade(root)
+    score, maximum = report.total(results)
+    lines = [f"Graded locally before packing: {score:g}/{maximum} points (python -m autograder shows why)."]
+    missing = [r.part for r in results if r.status == "not implemented"]
+    if missing:
+        lines.append(f"Warning: {len(missing)} part{'s are' if len(missing) > 1 else ' is'} not implemented yet "
+                     f"and score 0: " + ", ".join(f"{p.number} {p.name}" for p in missing) + ".")
+    failing = [r.part.number for r in results if r.status in ("failed", "error")]
+    if failing:
+        lines.append(f"Parts that lose points: {', '.join(failing)}.")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

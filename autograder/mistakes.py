@@ -1,12 +1,16 @@
 """Instructor only: a catalogue of realistic mistakes, written as edits to the solution source.
 
 Each ``Mistake`` replaces ``old`` by ``new`` in one file of ``mytorch`` (``count`` occurrences; 0 = all) and
-names the parts it must cost points on. Those with a ``hint`` are run by the generator so that the grader
+names the parts it must cost points on. Those marked ``variant`` are run by the generator so that the grader
 recognises their outputs (``HINTED``); the test suite applies every one and checks that the grader takes
-points off those parts and, for the hinted ones, says the hint. Not shipped in the student handout.
+points off those parts, says the hint, points at the student's line when the mistake raises (``located``),
+and keeps each part's report within ``budget`` lines. Not shipped in the student handout.
 """
 import dataclasses
 import os
+import re
+
+from autograder import compare
 
 
 @dataclasses.dataclass(frozen=True)
@@ -19,6 +23,11 @@ class Mistake:
     hint: str = ""               # text the grader's output must contain ('' for none expected)
     variant: bool = False        # the generator stores this mistake's outputs, and ``hint`` is the text to show
     count: int = 1               # occurrences to replace; 0 = all
+    also: tuple = ()             # more texts the output must contain (a second hint, a location's words)
+    located: str = ""            # 'line': the report points at a line of ``new`` or one of the two after it
+                                 # (the statement that uses the mistaken value); 'function': at its def line
+    budget: int = 20             # most lines the report of any one part may take (113 before)
+    timeout: float = 20.0        # seconds per part when the test grades it (an endless loop: short)
     arrays: tuple = ()           # the generator stores only outputs whose names start so ('' = every output)
 
     def apply(self, root):
@@ -59,13 +68,32 @@ LSTM_GATE_ORDER = ("these values are what the gates read in another order would 
                    "and in the gradient")
 IGNORES_LENGTHS = ("these values are what running past each sequence's end would give: at a padded step "
                    "(t >= lengths[n]) the state must stay as it was (self._keep) and the output be zero")
+X_AT_W = ("these values are what x @ W_ih would give instead of x @ W_ih.T (with I = H both run): weights are "
+          "stored (out, in) as in PyTorch, so the input term is x @ W_ih.T")
+H_AT_W = ("these values are what h @ W_hh would give instead of h @ W_hh.T: W_hh is square (H, H), so no "
+          "error shows it; weights are stored (out, in), so the recurrent term is h @ W_hh.T")
+DH_AT_WT = ("these values are what da @ W_hh.T would give instead of da @ W_hh: W_hh is square (H, H), so no "
+            "error shows it; forward used h @ W_hh.T, so its gradient with respect to h is da @ W_hh")
+FUTURE_DROPPED = ("these values are what BPTT without the gradient from step t+1 would give: each layer's "
+                  "backward at step t gets the d_state its own backward at step t+1 returned, plus what "
+                  "comes from above")
+TIME_NOT_REVERSED = ("these values are what walking time forwards in backward would give: each cell's record "
+                     "is last-in first-out, so the steps go from the last down to 0, reversed(range(T))")
+ONLY_LAST_DY = ("these values are what using only the last step's dY would give: every Y[t] is an output, so "
+                "dY[t] joins the top layer's gradient at every step t")
 # hints recognised by transforming the reference or from an error (compare.py); a substring suffices
-TRANSPOSED = "is the transpose of the expected array"
+TRANSPOSED = "the transpose of the expected array"
 SIGN = "opposite sign"
 GATE_ORDER = "gate blocks in the wrong order"
 BATCH_MEAN = "divided by the batch size"
 MATMUL = "`@` is a matrix product"
 FLOAT32 = "converts to float32"
+SQUEEZED = "lost an axis of length 1"
+TRANSPOSE_FIX = "Check the .T on"
+STABLE = "use mytorch.functional.sigmoid"
+NO_CACHE_FIELD = "forward's Cache has no field"
+HUNG = "It was running"
+ZEROS_SHARED = "binds a new array the layer never sees"
 
 SKIP_REPEATS = ("these values are what allowing a skip between two EQUAL labels would give: skip_connect[s] is 1 only "
                 "where a label differs from the one two places before; between repeated labels the blank is compulsory, "
@@ -106,8 +134,8 @@ CATALOGUE = (
     Mistake("rnn-relu-derivative-of-tanh", RNN, "F.relu_grad(cache.h_t)", "F.tanh_grad(cache.h_t)", ("1.2",)),
     Mistake("rnn-bias-grad-averaged", RNN, 'g["bias_ih"] += da.sum(axis=0)', 'g["bias_ih"] += da.mean(axis=0)',
             ("1.2", "6.1"), BATCH_MEAN),
-    Mistake("rnn-grad-assigned", RNN, 'g["weight_ih"] += da.T @ cache.x', 'g["weight_ih"][...] = da.T @ cache.x',
-            ("1.2", "6.1"), NOT_ACCUMULATED, variant=True),
+    Mistake("rnn-grad-assigned-in-place", RNN, 'g["weight_ih"] += da.T @ cache.x',
+            'g["weight_ih"][...] = da.T @ cache.x', ("1.2", "6.1"), NOT_ACCUMULATED),
     Mistake("rnn-dW-uses-new-state", RNN, 'g["weight_hh"] += da.T @ cache.hidden', 'g["weight_hh"] += da.T @ cache.h_t',
             ("1.2", "6.1")),
     # ---- GRU cell
@@ -135,8 +163,6 @@ CATALOGUE = (
             ("2.1", "6.2"), FLOAT32),
     Mistake("gru-bias-grad-averaged", GRU, 'g["bias_hh"] += dA_h.sum(axis=0)', 'g["bias_hh"] += dA_h.mean(axis=0)',
             ("2.2", "6.2"), BATCH_MEAN),
-    Mistake("gru-grad-assigned", GRU, 'g["weight_hh"] += dA_h.T @ h', 'g["weight_hh"][...] = dA_h.T @ h',
-            ("2.2", "6.2"), NOT_ACCUMULATED, variant=True),
     # ---- TensorFlow GRU block cell
     Mistake("gb-reset-after-matmul", GB, "c_bar = np.concatenate([x, r * h_prev], axis=1) @ w_c + b_c",
             "c_bar = x @ w_c[:x.shape[1]] + r * (h_prev @ w_c[x.shape[1]:]) + b_c", ("3.1", "3.2", "6.3")),
@@ -198,15 +224,61 @@ CATALOGUE = (
             ("7.2", "7.3")),
     Mistake("lstm-bias-grad-averaged", LSTM, 'grad["bias_hh"] += dA.sum(axis=0)', 'grad["bias_hh"] += dA.mean(axis=0)',
             ("7.2", "7.3"), BATCH_MEAN),
-    # ---- BPTT through the sequence layer
+    # ---- BPTT through the sequence layer: each recognised in one line, from the values or the error
     Mistake("seq-no-gradient-from-the-future", SEQ, "d_state = self._plus(d_prev, d_skipped)",
-            "d_state = d_skipped", ALL_SEQ),
+            "d_state = d_skipped", ALL_SEQ, FUTURE_DROPPED, variant=True),
+    Mistake("seq-layers-bottom-up", SEQ, "for layer in reversed(range(self.num_layers)):",
+            "for layer in range(self.num_layers):", ALL_SEQ, compare.LAYER_ORDER, variant=True),
+    Mistake("seq-time-not-reversed", SEQ, "for t in steps:\n            d_new, d_skipped",
+            "for t in range(T):\n            d_new, d_skipped", ALL_SEQ, TIME_NOT_REVERSED, variant=True),
+    Mistake("seq-only-last-dY", SEQ, "self._route(live[t], d_state, dY[t])",
+            "self._route(live[t], d_state, dY[t] if t == T - 1 else 0.0 * dY[t])", ALL_SEQ, ONLY_LAST_DY,
+            variant=True),
     Mistake("seq-state-not-carried", SEQ, "new = cell.forward(X[t], state)", "new = cell.forward(X[t], state0)",
             ALL_SEQ),
     Mistake("seq-output-gradient-dropped", SEQ, "self._route(live[t], d_state, dY[t])",
             "self._route(live[t], d_state, 0.0)", ALL_SEQ),
     Mistake("seq-ignores-lengths", SEQ, "state = self._keep(live[t], new, state)", "state = new", ("7.3",),
             IGNORES_LENGTHS, variant=True),
+    Mistake("seq-unbatched-initial-state", SEQ, "parts = tuple(cell.initial_state_part(j, N) if part is None",
+            "parts = tuple((cell.initial_state_part(j, N) if batched else np.zeros(cell.state_widths[j])) "
+            "if part is None", ("6.1", "6.2", "6.3", "6.4", "6.5"), compare.UNBATCHED_NO_STATE),
+    # ---- the orientation of the weights: an error when I != H, recognised from the values when I == H
+    Mistake("rnn-x-at-weight-untransposed", RNN, 'a = x @ p["weight_ih"].T', 'a = x @ p["weight_ih"]',
+            ("1.1", "1.2", "6.1"), X_AT_W, variant=True, also=(TRANSPOSE_FIX,), located="line"),
+    Mistake("rnn-h-at-weight-hh-untransposed", RNN, 'h @ p["weight_hh"].T', 'h @ p["weight_hh"]',
+            ("1.1", "1.2", "6.1"), H_AT_W, variant=True),
+    Mistake("rnn-dh-through-transposed-weight", RNN, 'dh = da @ p["weight_hh"]', 'dh = da @ p["weight_hh"].T',
+            ("1.2", "6.1"), DH_AT_WT, variant=True),
+    Mistake("gru-h-at-weight-untransposed", GRU, 'gh = h @ p["weight_hh"].T', 'gh = h @ p["weight_hh"]',
+            ("2.1", "2.2", "6.2"), TRANSPOSE_FIX, located="line"),
+    Mistake("rnn-dh-transposed", RNN, 'dh = da @ p["weight_hh"]', 'dh = (da @ p["weight_hh"]).T', ("1.2", "6.1"),
+            "returned dh_prev of shape (4, 3), expected (3, 4)", also=(compare.TRANSPOSED_RETURN,),
+            located="function"),
+    # ---- shapes: np.squeeze drops the batch axis of N = 1 and of unbatched input
+    Mistake("rnn-dx-squeezed", RNN, 'dx = da @ p["weight_ih"]', 'dx = np.squeeze(da @ p["weight_ih"])', ("1.2",),
+            SQUEEZED, also=("dx: shape (4,), expected (1, 4)", "got numpy.float64")),
+    Mistake("rnn-h-squeezed", RNN, "h_t = np.tanh(a) if", "h_t = np.squeeze(np.tanh(a)) if", ("1.1", "1.2", "6.1"),
+            SQUEEZED, also=("h_t: shape (3,), expected (1, 3)",)),
+    # ---- a naive sigmoid: right values, and an overflow warning on large inputs
+    Mistake("gru-naive-sigmoid", GRU, "rz = F.sigmoid(gx[:, :2 * H] + gh[:, :2 * H])",
+            "rz = 1 / (1 + np.exp(-(gx[:, :2 * H] + gh[:, :2 * H])))", ("2.1", "2.2"), STABLE, located="line"),
+    Mistake("gmu-naive-sigmoid", GMU, 'o = F.sigmoid(a[:, 2 * H:] + p["weight_ch_o"] * c)',
+            'o = 1.0 / (1.0 + np.exp(-a[:, 2 * H:] - p["weight_ch_o"] * c))', ("4.1", "4.2"), STABLE,
+            located="line"),
+    Mistake("gb-naive-sigmoid", GB, "u = F.sigmoid(r_u_bar[:, H:])", "u = 1 / (1 + np.exp(-r_u_bar[:, H:]))",
+            ("3.1", "3.2"), STABLE, located="line"),
+    Mistake("tgru-naive-sigmoid", TGRU, "f = F.sigmoid(a[:, H:2 * H])", "f = 1 / (1 + np.exp(-a[:, H:2 * H]))",
+            ("5.1", "5.2"), STABLE, located="line"),
+    # ---- a field missing from the Cache: located at the student's line, named
+    Mistake("gru-cache-without-n", GRU, "r=r, z=z, n=n, g_n=g_n", "r=r, z=z, g_n=g_n", ("2.1", "2.2", "6.2"),
+            NO_CACHE_FIELD + " n", also=("raised inside the provided _finish",), located="line"),
+    Mistake("gru-cache-without-g_n", GRU, "r=r, z=z, n=n, g_n=g_n", "r=r, z=z, n=n", ("2.2", "6.2"),
+            NO_CACHE_FIELD + " g_n", also=("in backward: da_r = da_n * cache.g_n",)),
+    # ---- an endless loop: where it was
+    Mistake("rnn-endless-loop", RNN, '        dx = da @ p["weight_ih"]',
+            '        step = 0\n        while step < 1:\n            dx = da @ p["weight_ih"]', ("1.2",), HUNG,
+            located="line", timeout=3.0),
 )
 CATALOGUE += (
     # ---- CTC (section 8)
@@ -247,5 +319,31 @@ CATALOGUE += (
     Mistake("ctc-beam-drops-ties", DEC, "if s >= cutoff", "if s > cutoff", ("8.8",), TIES_DROPPED, variant=True,
             arrays=("log_merged_path_scores/",)),
 )
+
+
+def _assigned(path, source, parameter, parts):
+    """``grads[parameter] = …`` where ``+=`` was meant, on the first line that accumulates it."""
+    line = re.search(rf'^ *(?:g|grad)\["{parameter}"\] \+= .*$', source, re.M).group(0)
+    return Mistake(f"{path.split('/')[-1][:-3].replace('_cell', '')}-{parameter}-assigned", path, line,
+                   line.replace(" += ", " = ", 1), parts, NOT_ACCUMULATED, also=(ZEROS_SHARED,))
+
+
+def _assigned_everywhere():
+    """`=` for `+=`, for every parameter of every cell: the cell's multi-step case shows the last step's
+    gradient alone, the sequence layer's the zeros of an array it no longer shares."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    found = []
+    for path, cell, layer in ((RNN, "1.2", "6.1"), (GRU, "2.2", "6.2"), (GB, "3.2", "6.3"), (GMU, "4.2", "6.4"),
+                              (TGRU, "5.2", "6.5"), (LSTM, "7.2", "7.3")):
+        with open(os.path.join(here, "mytorch", path)) as f:
+            source = f.read()
+        for parameter in dict.fromkeys(re.findall(r'^ *(?:g|grad)\["(\w+)"\] \+= ', source, re.M)):
+            if parameter in ("hidden_state", "memory"):    # added once per sequence: `=` is right there
+                continue
+            found.append(_assigned(path, source, parameter, (cell, layer)))
+    return tuple(found)
+
+
+CATALOGUE += _assigned_everywhere()
 HINTED = tuple(m for m in CATALOGUE if m.variant)
 assert len({m.id for m in CATALOGUE}) == len(CATALOGUE)

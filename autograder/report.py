@@ -1,17 +1,122 @@
-"""The score table printed to the terminal, and the results file in Gradescope's format."""
+"""The score table, the console it is printed on, progress while parts run, and Gradescope's results file.
+
+``Console`` makes any text fit where it goes: every line wrapped to the terminal's width (80 when not a
+terminal), colour only on a terminal and never with ``NO_COLOR`` set, and characters the stream's encoding
+cannot hold (σ ⊙ ─ ✗ … on a cp1252 or ASCII stdout) spelled in ASCII, so printing never raises.
+"""
 import json
 import os
+import re
+import shutil
+import sys
 import tempfile
+import textwrap
+import threading
 
 from autograder import spec
 
+# what a character becomes on a stream whose encoding lacks it
+ASCII = {"σ": "sigma", "⊙": "*", "∘": "*", "─": "-", "✗": "x", "…": "...", "ᵀ": "^T", "−": "-",
+         "→": "->", "′": "'", "≤": "<=", "≥": ">=", "·": ".", "×": "x", "∑": "sum", "Σ": "sum", "²": "^2",
+         "₁": "1", "₂": "2", "\u0304": "", "≈": "~"}
+COLOURS = {"red": "31", "green": "32", "yellow": "33", "bold": "1"}
 
-def table(results, total_seconds=None, verbose=False):
+
+class Console:
+    """A text stream with a width, a colour switch and an encoding; ``print`` wraps, colours and spells."""
+
+    def __init__(self, stream=None, environ=None):
+        self.stream = stream if stream is not None else sys.stdout
+        environ = os.environ if environ is None else environ
+        try:
+            tty = self.stream.isatty()
+        except (AttributeError, ValueError):
+            tty = False
+        self.tty = tty
+        self.width = max(40, shutil.get_terminal_size((80, 24)).columns) if tty else 80
+        self.colour = tty and "NO_COLOR" not in environ and environ.get("TERM") != "dumb"
+        self.encoding = getattr(self.stream, "encoding", None) or "ascii"
+
+    def spell(self, text):
+        """``text`` with every character the encoding cannot hold spelled in ASCII (or '?')."""
+        try:
+            text.encode(self.encoding)
+            return text
+        except (UnicodeEncodeError, LookupError):
+            pass
+        out = []
+        for ch in text:
+            try:
+                ch.encode(self.encoding)
+                out.append(ch)
+            except (UnicodeEncodeError, LookupError):
+                out.append(ASCII.get(ch, "?"))
+        return "".join(out)
+
+    def wrap(self, text):
+        """Every line at most ``width`` characters; continuation lines indented under their first word."""
+        lines = []
+        for line in text.split("\n"):
+            if len(line) <= self.width:
+                lines.append(line)
+                continue
+            indent = len(line) - len(line.lstrip(" "))
+            hang = indent + (6 if line.lstrip().startswith("Hint: ") else 2)
+            lines += textwrap.wrap(line.strip(), self.width, initial_indent=" " * indent,
+                                   subsequent_indent=" " * min(hang, self.width // 2), break_on_hyphens=False)
+        return "\n".join(lines)
+
+    def paint(self, text):
+        """Colour on a terminal: failures red, passes green, hints yellow, headings bold."""
+        if not self.colour:
+            return text
+        def c(name, s):
+            return f"\033[{COLOURS[name]}m{s}\033[0m"
+        text = re.sub(r"^(\s*)(Hint:)", lambda m: m.group(1) + c("yellow", m.group(2)), text, flags=re.M)
+        text = re.sub(r"(✗( error)?|\bfailed\b|x error)", lambda m: c("red", m.group(1)), text)
+        text = re.sub(r"(: passed\b|\bpassed$)", lambda m: c("green", m.group(1)), text, flags=re.M)
+        return re.sub(r"^(─+ .*|\s*Total .*)$", lambda m: c("bold", m.group(1)), text, flags=re.M)
+
+    def print(self, text=""):
+        self.stream.write(self.paint(self.wrap(self.spell(text))) + "\n")
+        self.stream.flush()
+
+
+class Progress:
+    """One line per finished part on ``console`` (a live line, rewritten in place, on a terminal)."""
+
+    def __init__(self, console, total):
+        self.console, self.total, self.done = console, total, 0
+        self.lock = threading.Lock()
+
+    def __call__(self, result):
+        with self.lock:
+            self.done += 1
+            mark = {"passed": "", "failed": "  ✗", "not implemented": "  (not implemented yet)",
+                    "error": "  ✗ error"}.get(result.status, "")
+            line = (f"[{self.done}/{self.total}] {result.part.number} {result.part.name}: "
+                    f"{result.score:g}/{result.part.points}{mark}")
+            line = self.console.spell(line)[:self.console.width - 1]
+            if self.console.tty:
+                self.console.stream.write("\r\033[K" + line)
+                self.console.stream.flush()
+            else:
+                self.console.print(line)
+
+    def finish(self):
+        if self.console.tty and self.done:
+            self.console.stream.write("\r\033[K")
+            self.console.stream.flush()
+
+
+def table(results, total_seconds=None, verbose=False, width=78):
     """A table: section, part, score/max; failing parts' messages (every part's with verbose) above it."""
-    lines, width = [], 44
+    # the name column as wide as the longest name (so a row with its mark fits 80 columns), at least 'Total'
+    rule, lines = width, []
+    width = min(max([len(r.part.name) + 4 for r in results] + [12]), max(rule - 40, 12))
     for r in results:
         if (verbose or r.status in ("failed", "error")) and r.output:
-            lines += [f"── {r.part.number} {r.part.name}: {r.status} ".ljust(78, "─"), r.output, ""]
+            lines += [f"── {r.part.number} {r.part.name}: {r.status} ".ljust(rule, "─"), r.output, ""]
     lines += [f"{'#':<5}{'Part':<{width}}{'Score':>12}", "─" * (width + 17)]
     section = None
     for r in results:
@@ -19,8 +124,10 @@ def table(results, total_seconds=None, verbose=False):
         if number != section:
             section = number
             lines.append(f"{number:<5}{spec.SECTIONS[number]}")
-        mark = {"passed": "", "failed": "  ✗", "not implemented": "  (not implemented yet)", "error": "  ✗ error"}[r.status]
-        lines.append(f"{r.part.number:<5}  {r.part.name:<{width - 2}}{r.score:>7.2f}/{r.part.points:<4}{mark}")
+        mark = {"passed": "", "failed": "  ✗", "not implemented": "  (not implemented yet)",
+                "error": "  ✗ error"}[r.status]
+        name = r.part.name if len(r.part.name) <= width - 3 else r.part.name[:width - 4] + "…"
+        lines.append(f"{r.part.number:<5}  {name:<{width - 2}}{r.score:>7.2f}/{r.part.points:<4}{mark}")
     lines.append("─" * (width + 17))
     score, maximum = total(results)
     timing = f"  ({total_seconds:.1f} s)" if total_seconds is not None else ""

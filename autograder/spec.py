@@ -47,6 +47,16 @@ def _cell_cases(*extra):
 
 
 LIFO = (3, 3, 4, {}, 3)          # three forwards then three backwards on one cell object
+# inputs of magnitude ~5000: gate pre-activations reach far below -709, where a naive 1 / (1 + exp(-a))
+# overflows (it still returns the right value, with a RuntimeWarning the grader counts)
+LARGE = (4, 3, 4, {}, 1, {"scale": 5000.0})
+
+
+def _sequence_cases(*extra):
+    """Every sequence part: two layers with I != H; two layers with I == H (a mistake that walks the layers
+    in the wrong order gives wrong values instead of an error); unbatched without an initial state."""
+    return ((2, 3, 4, {}, 5, 2, False), (2, 4, 4, {}, 3, 2, False)) + extra + \
+        ((None, 3, 4, {}, 4, 1, False, {"state0": False}),)
 
 # ---- section 8, CTC (CMU 11-785's course interface). Shapes: (task, …) read by make_ctc_case below.
 # The lattice cases give the extended target literally, so alpha and beta are graded on their own.
@@ -81,34 +91,31 @@ PARTS = (
     Part("1.2", "RNN cell backward", 6, "backward", "RNNCell",
          _cell_cases((3, 2, 4, {"nonlinearity": "relu"}, 1), LIFO)),
     Part("2.1", "GRU cell forward", 5, "forward", "GRUCell",
-         ((None, 5, 2, {}, 1, "course"),) + _cell_cases()),
+         ((None, 5, 2, {}, 1, "course"),) + _cell_cases(LARGE)),
     Part("2.2", "GRU cell backward", 8, "backward", "GRUCell",
-         ((None, 5, 2, {}, 1, "course"),) + _cell_cases(LIFO)),
-    Part("3.1", "GRU block cell forward", 3, "forward", "GRUBlockCell", _cell_cases()),
-    Part("3.2", "GRU block cell backward", 6, "backward", "GRUBlockCell", _cell_cases(LIFO)),
-    Part("4.1", "GMU cell forward", 3, "forward", "GMUCell", _cell_cases()),
-    Part("4.2", "GMU cell backward", 6, "backward", "GMUCell", _cell_cases(LIFO)),
+         ((None, 5, 2, {}, 1, "course"),) + _cell_cases(LIFO, LARGE)),
+    Part("3.1", "GRU block cell forward", 3, "forward", "GRUBlockCell", _cell_cases(LARGE)),
+    Part("3.2", "GRU block cell backward", 6, "backward", "GRUBlockCell", _cell_cases(LIFO, LARGE)),
+    Part("4.1", "GMU cell forward", 3, "forward", "GMUCell", _cell_cases(LARGE)),
+    Part("4.2", "GMU cell backward", 6, "backward", "GMUCell", _cell_cases(LIFO, LARGE)),
     Part("5.1", "TGRU cell forward", 3, "forward", "TGRUCell",
-         _cell_cases((2, 3, 4, {"train_state": True, "train_memory": True}, 1))),
+         _cell_cases((2, 3, 4, {"train_state": True, "train_memory": True}, 1), LARGE)),
     Part("5.2", "TGRU cell backward", 6, "backward", "TGRUCell",
          _cell_cases((2, 3, 4, {"train_state": True, "train_memory": True}, 1),
-                     (2, 3, 4, {"train_state": True, "train_memory": True}, 3))),
-    Part("6.1", "BPTT: RNN sequence layer", 2, "sequence", "RNNCell",
-         ((2, 3, 4, {}, 5, 2, False), (None, 3, 4, {}, 4, 1, False))),
-    Part("6.2", "BPTT: GRU sequence layer", 2, "sequence", "GRUCell",
-         ((2, 3, 4, {}, 5, 2, False), (3, 4, 2, {}, 1, 1, True), (None, 3, 4, {}, 4, 2, False))),
-    Part("6.3", "BPTT: GRU block sequence layer", 2, "sequence", "GRUBlockCell",
-         ((2, 3, 4, {}, 5, 2, False), (None, 3, 4, {}, 4, 1, False))),
-    Part("6.4", "BPTT: GMU sequence layer", 2, "sequence", "GMUCell",
-         ((2, 3, 4, {}, 5, 2, False), (1, 4, 3, {}, 3, 2, True))),
+                     (2, 3, 4, {"train_state": True, "train_memory": True}, 3), LARGE)),
+    Part("6.1", "BPTT: RNN sequence layer", 2, "sequence", "RNNCell", _sequence_cases()),
+    Part("6.2", "BPTT: GRU sequence layer", 2, "sequence", "GRUCell", _sequence_cases((3, 4, 2, {}, 1, 1, True))),
+    Part("6.3", "BPTT: GRU block sequence layer", 2, "sequence", "GRUBlockCell", _sequence_cases()),
+    Part("6.4", "BPTT: GMU sequence layer", 2, "sequence", "GMUCell", _sequence_cases((1, 4, 3, {}, 3, 2, True))),
     Part("6.5", "BPTT: TGRU sequence layer", 2, "sequence", "TGRUCell",
-         ((2, 3, 4, {}, 5, 2, False), (2, 3, 4, {"train_state": True, "train_memory": True}, 4, 2, False))),
-    Part("7.1", "LSTM cell forward", 4, "forward", "LSTMCell", _cell_cases((3, 4, 5, {"proj_size": 2}, 1))),
+         _sequence_cases((2, 3, 4, {"train_state": True, "train_memory": True}, 4, 2, False))),
+    Part("7.1", "LSTM cell forward", 4, "forward", "LSTMCell", _cell_cases((3, 4, 5, {"proj_size": 2}, 1), LARGE)),
     Part("7.2", "LSTM cell backward", 6, "backward", "LSTMCell",
-         _cell_cases(LIFO, (2, 3, 4, {"proj_size": 3}, 3))),
-    Part("7.3", "Bidirectional LSTM layer on a padded batch of unequal lengths", 5, "sequence", "LSTMCell",
-         ((3, 3, 4, {}, 5, 2, False, True, [5, 2, 4]), (2, 4, 3, {"proj_size": 2}, 4, 1, True, True, [1, 4]),
-          (None, 3, 2, {}, 4, 1, False, True, [3]))),
+         _cell_cases(LIFO, (2, 3, 4, {"proj_size": 3}, 3), LARGE)),
+    Part("7.3", "Bidirectional LSTM, padded batch", 5, "sequence", "LSTMCell",
+         ((3, 3, 4, {}, 5, 2, False, {"bidirectional": True, "lengths": [5, 2, 4]}),
+          (2, 4, 3, {"proj_size": 2}, 4, 1, True, {"bidirectional": True, "lengths": [1, 4]}),
+          (None, 3, 2, {}, 4, 1, False, {"bidirectional": True, "lengths": [3]}))),
 ) + CTC_PARTS
 PARTS_BY_NUMBER = {p.number: p for p in PARTS}
 SECTIONS = {"1": "RNN cell", "2": "GRU cell", "3": "GRU block cell", "4": "GMU cell", "5": "TGRU cell",
@@ -153,22 +160,35 @@ def _batch(n, *shape):
     return shape if n is None else (n,) + shape
 
 
+def _options(shape, at):
+    """A case's options: a dict at position ``at`` of its shape tuple (or an interface name, for cells)."""
+    extra = shape[at] if len(shape) > at else {}
+    return {"interface": extra} if isinstance(extra, str) else dict(extra)
+
+
 def make_case(rng, part, shape):
-    """One case of ``part``: ``(config, inputs)``; inputs is a dict of float64 arrays."""
+    """One case of ``part``: ``(config, inputs)``; inputs is a dict of float64 arrays.
+
+    Options (a dict at the end of a shape): ``interface`` ('course' for CMU 11-785's GRU interface), ``scale``
+    (x drawn that much larger), ``state0`` (False: a sequence case that passes no initial state),
+    ``bidirectional`` and ``lengths`` (sequence cases: both directions, a padded batch of these lengths).
+    """
     if part.kind == "ctc":
         return make_ctc_case(rng, part, shape)
     n, I, H, flags, steps = shape[:5]
     states, exposed = CELLS[part.cell]
+    options = _options(shape, 7 if part.kind == "sequence" else 5)
     config = {"part": part.number, "kind": part.kind, "cell": part.cell, "layer": LAYERS[part.cell],
               "states": list(states), "exposed": list(exposed), "n": n, "I": I, "H": H, "flags": flags,
-              "steps": steps, "interface": "mytorch"}
+              "steps": steps, "interface": options.get("interface", "mytorch")}
+    config.update({k: v for k, v in options.items() if k != "interface"})
+    if part.kind == "backward":
+        config["stepped"] = ["dx"]                 # one dx per backward call, stacked by the driver on axis 0
     inputs = {}
     if part.kind == "sequence":
         layers, batch_first = shape[5], shape[6]
         config.update(layers=layers, batch_first=batch_first)
-        bidirectional, lengths = (shape[7], shape[8]) if len(shape) > 7 else (False, None)
-        if len(shape) > 7:
-            config.update(bidirectional=bidirectional, lengths=lengths)
+        bidirectional = options.get("bidirectional", False)
         if part.cell in STATE_FORMS:
             config["state_form"] = STATE_FORMS[part.cell]
         D = 2 if bidirectional else 1
@@ -185,17 +205,15 @@ def make_case(rng, part, shape):
         for k in range(layers * D):
             widths = state_widths(part.cell, in_widths[k // D], H, flags)
             for j, w in enumerate(widths):
-                if not trainable:                          # with trainable initial states, state0 stays None
+                if not trainable and options.get("state0", True):   # else state0 stays None
                     inputs[f"state0/{k}/{j}"] = rng.standard_normal(_batch(n, w))
                 inputs[f"d_state_T/{k}/{j}"] = rng.standard_normal(_batch(n, w))
         return config, inputs
-    if len(shape) > 5:
-        config["interface"] = shape[5]
     for name, s in param_shapes(part.cell, I, H, flags).items():
         inputs[f"param/{name}"] = rng.uniform(-0.6, 0.6, s)
     if part.cell == "GRUBlockCell":
         inputs["param/b_ru"] += 1.0                        # TensorFlow's gates start open
-    inputs["x"] = rng.standard_normal((steps,) + _batch(n, I))
+    inputs["x"] = rng.standard_normal((steps,) + _batch(n, I)) * options.get("scale", 1.0)
     trainable = flags.get("train_state") or flags.get("train_memory")
     for k, w in enumerate(state_widths(part.cell, I, H, flags)):
         if not trainable:

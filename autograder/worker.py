@@ -37,6 +37,12 @@ def _every_case_failed(configs, status, message, where=""):
 
 
 def main(root, request_fd, response_fd):
+    import faulthandler
+
+    # shortly before the parent's time limit, print where every thread is, so an endless loop is located
+    dump_after = float(os.environ.get("MYTORCH_GRADER_DUMP_AFTER", "0") or 0)
+    if dump_after > 0:
+        faulthandler.dump_traceback_later(dump_after, exit=False)
     driver, frames = _load("driver"), _load("frames")
     configs, arrays = frames.decode(_read_all(int(request_fd)))
     inputs = [{} for _ in configs]

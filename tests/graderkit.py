@@ -29,8 +29,8 @@ def make_grader_copy(folder):
     return str(folder)
 
 
-def run_cli(args, cwd=REPO, timeout=120):
-    env = dict(os.environ, PYTHONPATH="")
+def run_cli(args, cwd=REPO, timeout=120, env=None):
+    env = dict(os.environ, PYTHONPATH="", **(env or {}))
     return subprocess.run([sys.executable, "-m", "autograder", *args], cwd=cwd, capture_output=True, text=True,
                           timeout=timeout, env=env)
 

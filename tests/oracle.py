@@ -4,7 +4,8 @@ import numpy as np
 
 
 def sig(a):
-    return 1.0 / (1.0 + np.exp(-a))
+    with np.errstate(over="ignore"):            # exp(-a) = inf for a < -709 gives the exact limit 0
+        return 1.0 / (1.0 + np.exp(-a))
 
 
 def thirds(a):

@@ -6,7 +6,7 @@ import tarfile
 
 import pytest
 
-from autograder import grade, mistakes, spec
+from autograder import compare, grade, mistakes, spec
 from tests.graderkit import REPO, check_gradescope, load_results, make_submission, run_cli
 
 
@@ -68,14 +68,32 @@ def test_messages_teach(tmp_path):
     assert "Hint: these values are what z and 1 − z swapped would give" in out
 
 
+def mistake_lines(mistake, root):
+    """Where a mistake sits in the edited file: {'line': its line numbers, 'function': its def line}."""
+    with open(os.path.join(root, "mytorch", mistake.path)) as f:
+        source = f.read()
+    start = source.count("\n", 0, source.index(mistake.new)) + 1
+    lines = set(range(start, start + mistake.new.count("\n") + 3))
+    defs = [k + 1 for k, line in enumerate(source.splitlines()[:start]) if line.lstrip().startswith("def ")]
+    return {"line": lines, "function": {defs[-1]}}
+
+
 @pytest.mark.parametrize("mistake", mistakes.CATALOGUE, ids=lambda m: m.id)
 def test_every_mistake_loses_points_with_its_hint(mistake, tmp_path):
+    """Points off every part it touches; the intended hint; the student's line; a short report."""
     sub = make_submission(tmp_path, [(mistake.path, mistake.old, mistake.new)])
-    results = grade.grade(sub, [spec.PARTS_BY_NUMBER[n] for n in mistake.parts])
+    results = grade.grade(sub, [spec.PARTS_BY_NUMBER[n] for n in mistake.parts], timeout=mistake.timeout)
+    everything = "\n".join(f"--- {r.part.number}\n{r.output}" for r in results)
     full = [r.part.number for r in results if r.score >= r.part.points]
     assert not full, f"{mistake.id} keeps full marks on {full}"
-    if mistake.hint:
-        assert any(mistake.hint in r.output for r in results), "\n".join(r.output for r in results)
+    for text in ((mistake.hint,) if mistake.hint else ()) + mistake.also:
+        assert text in everything, everything
+    if mistake.located:
+        places = {f"mytorch/{mistake.path}:{n}" for n in mistake_lines(mistake, sub)[mistake.located]}
+        assert any(place in everything for place in places), (places, everything)
+    long = {r.part.number: len(r.output.splitlines()) for r in results
+            if len(r.output.splitlines()) > mistake.budget}
+    assert not long, f"reports longer than {mistake.budget} lines: {long}\n{everything}"
 
 
 def test_catalogue_is_large_and_covers_the_hint_list():
@@ -84,6 +102,25 @@ def test_catalogue_is_large_and_covers_the_hint_list():
                  mistakes.Z_SWAPPED, mistakes.MATMUL, mistakes.NOT_ACCUMULATED, mistakes.BATCH_MEAN):
         assert any(m.hint == hint for m in mistakes.CATALOGUE)
     assert {n for m in mistakes.CATALOGUE for n in m.parts} == {p.number for p in spec.PARTS}
+    texts = [m.hint for m in mistakes.CATALOGUE] + [t for m in mistakes.CATALOGUE for t in m.also]
+    for hint in (mistakes.X_AT_W, mistakes.TRANSPOSE_FIX, mistakes.SQUEEZED, mistakes.STABLE, mistakes.HUNG,
+                 mistakes.FUTURE_DROPPED, mistakes.TIME_NOT_REVERSED, mistakes.ONLY_LAST_DY, compare.LAYER_ORDER,
+                 compare.UNBATCHED_NO_STATE, mistakes.ZEROS_SHARED, compare.TRANSPOSED_RETURN):
+        assert any(hint in text for text in texts), hint
+    assert any(mistakes.NO_CACHE_FIELD in text for text in texts)
+
+
+def test_equals_for_plus_equals_is_caught_for_every_parameter_of_every_cell():
+    """Each parameter a cell accumulates has its `=` mistake (the initial-state vectors of the TGRU are added
+    once per sequence, so `=` is right for them)."""
+    ids = {m.id for m in mistakes.CATALOGUE}
+    for cell, params in (("rnn", ("weight_ih", "weight_hh", "bias_ih", "bias_hh")),
+                         ("gru", ("weight_ih", "weight_hh", "bias_ih", "bias_hh")),
+                         ("gru_block", ("w_ru", "w_c", "b_ru", "b_c")),
+                         ("gmu", ("weight_ih", "weight_hh", "bias_ih", "bias_hh", "weight_ch_m", "weight_ch_o")),
+                         ("tgru", ("weight_ih", "weight_hh", "bias_ih", "bias_hh"))):
+        for name in params:
+            assert f"{cell}-{name}-assigned" in ids
 
 
 def test_fresh_seed_defeats_hard_coded_answers(tmp_path):

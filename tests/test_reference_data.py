@@ -84,11 +84,13 @@ def test_cell_parts_against_the_oracle(part):
                 total += sum(np.sum(inputs[f"d_state/{k}"][s] * state[k]) for k in range(len(names)))
             return total
 
-        np.testing.assert_allclose(expected["dx"], oracle.numeric_gradient(loss, x), **TOL)
+        # with |x| ~ 5000 a difference step is ~1e-10 of x: rounding in x + step costs about 1e-6 absolute
+        tol = dict(rtol=1e-4, atol=1e-5) if config.get("scale") else TOL
+        np.testing.assert_allclose(expected["dx"], oracle.numeric_gradient(loss, x), **tol)
         for k, name in enumerate(names):
-            np.testing.assert_allclose(expected[f"d{name}_prev"], oracle.numeric_gradient(loss, state0[k]), **TOL)
+            np.testing.assert_allclose(expected[f"d{name}_prev"], oracle.numeric_gradient(loss, state0[k]), **tol)
         for name in p:
-            np.testing.assert_allclose(expected[f"grad/{name}"], oracle.numeric_gradient(loss, p[name]), **TOL)
+            np.testing.assert_allclose(expected[f"grad/{name}"], oracle.numeric_gradient(loss, p[name]), **tol)
         if config["interface"] == "course":
             H = config["H"]
             np.testing.assert_array_equal(expected["dWzh"], expected["grad/weight_hh"][H:2 * H])
@@ -203,14 +205,15 @@ def test_rnn_and_gru_parts_against_torch(number):
             module = (torch.nn.RNN if config["cell"] == "RNNCell" else torch.nn.GRU)(
                 config["I"], config["H"], num_layers=config["layers"], batch_first=config["batch_first"]).double()
             X = torch.tensor(inputs["X"], requires_grad=True)
-            state0 = torch.tensor(np.stack([inputs[f"state0/{l}/0"] for l in range(config["layers"])]),
-                                  requires_grad=True)
+            given = "state0/0/0" in inputs                  # a case without state0 starts from zeros
+            state0 = torch.tensor(np.stack([inputs[f"state0/{l}/0"] if given else np.zeros(X.shape[1:-1] + (config["H"],))
+                                            for l in range(config["layers"])]), requires_grad=True)
             Y, h_n = torch.func.functional_call(module, p, (X, state0))
             d_hn = np.stack([inputs[f"d_state_T/{l}/0"] for l in range(config["layers"])])
             ((Y * torch.tensor(inputs["dY"])).sum() + (h_n * torch.tensor(d_hn)).sum()).backward()
             np.testing.assert_allclose(expected["Y"], Y.detach().numpy(), rtol=1e-10)
             np.testing.assert_allclose(expected["dX"], X.grad.numpy(), rtol=1e-10, atol=1e-12)
-            for l in range(config["layers"]):
+            for l in range(config["layers"] if given else 0):
                 np.testing.assert_allclose(expected[f"d_state0/{l}/h"], state0.grad[l].numpy(), rtol=1e-10, atol=1e-12)
         else:
             module = (torch.nn.RNNCell(config["I"], config["H"], **config["flags"]) if config["cell"] == "RNNCell"

@@ -1,0 +1,216 @@
+"""Turn a child's outcome into a part's score and a message that teaches, in the grading process.
+
+Everything the child reported is untrusted data: strings are cut to a bounded length, lists to a bounded
+count, and anything of the wrong type is ignored. A part's message is short on purpose:
+
+    2 of 6 cases passed
+    case 1 (N=2, I=3, H=4, T=5, 2 layers): failed           <- the first failing case, in full
+      dX: values differ in …
+      Hint: …                                                <- each hint once per part
+    case 3 (unbatched, …): failed: Y, dX differ              <- every other failing case, one line
+
+Hints come from ``compare`` (shapes, transforms, known mistakes' stored outputs) and from the error text
+and the student's line it was raised at.
+"""
+import re
+
+from autograder import compare
+
+MAX_TEXT = 2000                  # characters kept of any one string the child sent
+MAX_ITEMS = 20                   # entries kept of any list the child sent
+SHOWN_ARRAYS = 3                 # failing arrays shown in full for the first failing case
+
+
+def _text(value, limit=MAX_TEXT):
+    return value[:limit] if isinstance(value, str) else ""
+
+
+def _texts(value):
+    return [_text(v, 500) for v in value[:MAX_ITEMS] if isinstance(v, str)] if isinstance(value, list) else []
+
+
+def describe_case(config):
+    """The case's shapes in the terms of the call the student wrote."""
+    if config["kind"] == "ctc":                                # section 8 says its case in words
+        return config["describe"]
+    n = config["n"]
+    words = ["unbatched" if n is None else f"N={n}", f"I={config['I']}", f"H={config['H']}"]
+    if config["kind"] == "sequence":
+        words += [f"T={config['steps']}", f"{config['layers']} layer{'s' if config['layers'] > 1 else ''}"]
+        if config["batch_first"]:
+            words.append("batch_first")
+        if config.get("bidirectional"):
+            words.append("bidirectional")
+        if config.get("lengths") is not None:
+            words.append(f"lengths={config['lengths']}")
+        if config.get("state0") is False:
+            words.append("no state0")
+    elif config["steps"] > 1:
+        words.append(f"{config['steps']} steps forward then backward on one cell")
+    if config["interface"] == "course":
+        words.append("course interface: init_weights, Wrx … bnh, dWrx … dbnh")
+    if config.get("scale"):
+        words.append(f"inputs of magnitude ~{config['scale']:g}")
+    words += [f"{k}={v}" for k, v in config["flags"].items()]
+    return ", ".join(words)
+
+
+def label(name, config):
+    """An array's name as the student's code spells it: ``grads['w_c']``, ``state_T[1]``, ``d_state0[0][1] (c)``."""
+    parts = name.split("/")
+    if parts[0] == "grad" and len(parts) == 2:
+        return f"grads['{parts[1]}']"
+    if len(parts) == 3 and parts[0] in ("state_T", "d_state0") and parts[2] in config["states"]:
+        if len(config["states"]) == 1:                       # one-state cells: an array (L, N, H)
+            return f"{parts[0]}[{parts[1]}]"
+        return f"{parts[0]}[{parts[1]}][{config['states'].index(parts[2])}] ({parts[2]})"
+    return name
+
+
+class CaseVerdict:
+    """One case: passed or not, its full lines, its one-line summary, and the hints it raised."""
+
+    def __init__(self, passed, header, lines=(), summary="", hints=()):
+        self.passed, self.header, self.lines = passed, header, list(lines)
+        self.summary, self.hints = summary, list(hints)
+
+
+def _error_case(header, report, sequence):
+    error, where = _text(report.get("error")) or "failed", _text(report.get("where"), 600)
+    error = re.sub(r", with gufunc signature \S+", "", error)          # numpy's detail, not the student's
+    lines = [f"{header}: {error}"] + ([f"  at {where}"] if where else [])
+    first_line = error.splitlines()[0] if error else "failed"
+    first_line = first_line if len(first_line) <= 160 else first_line[:159] + "…"
+    place = f" (at {where.split(': ', 1)[0]})" if where else ""
+    return CaseVerdict(False, header, lines, f"{header}: {first_line}{place}",
+                       compare.error_hints(error, where, sequence))
+
+
+def judge_case(k, config, expected, variants, report, arrays, verbose=False):
+    """The verdict on one case."""
+    header = f"case {k + 1} ({describe_case(config)})"
+    status = report.get("status")
+    sequence = config["kind"] == "sequence"
+    if status == "not_implemented":
+        error = _text(report.get("error"), 300)
+        line = f"{header}: not implemented yet" + (f" ({error})" if error else "")
+        return CaseVerdict(False, header, [line], line)
+    if status in ("error", "import_error"):
+        return _error_case(header, report, sequence)
+    failures, hints = [], []
+    mutated = _texts(report.get("mutated"))
+    if mutated:
+        failures.append(f"modified {', '.join(mutated)} in place: never change inputs or parameters in "
+                        "forward/backward (x += … changes the caller's array; use x = x + …)")
+    overflow = [w for w in _texts(report.get("warnings")) if "overflow" in w]
+    if overflow:
+        failures.append(overflow[0] + (f" (and {len(overflow) - 1} more)" if len(overflow) > 1 else ""))
+        hints.append(compare.STABLE_SIGMOID if "in exp" in overflow[0] else compare.OVERFLOW)
+    types = report.get("types") if isinstance(report.get("types"), dict) else {}
+    stepped = set(config.get("stepped", ()))
+    for name, reference in expected.items():
+        verdict = compare.compare(name, arrays.get(name), reference, _text(types.get(name), 300) or None,
+                                  variants.get(name, ()), config["n"] or 1,
+                                  steps=config["steps"] if name in stepped else None, sequence=sequence,
+                                  label=label(name, config))
+        if not verdict.passed:
+            failures.append(verdict.message)
+            hints += verdict.hints
+    if not failures:
+        return CaseVerdict(True, header, [f"{header}: passed"] if verbose else [])
+    shown = failures if verbose else failures[:SHOWN_ARRAYS]
+    more = [] if len(shown) == len(failures) else [f"  … and {len(failures) - len(shown)} more arrays differ "
+                                                   "(--verbose shows all)"]
+    lines = [f"{header}: failed"] + ["  " + m.replace("\n", "\n  ") for m in shown] + more
+    first = failures[0].splitlines()[0]
+    first = first if len(first) <= 100 else first[:99] + "…"
+    others = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
+    return CaseVerdict(False, header, lines, f"{header}: {first}{others}", hints)
+
+
+def _message(verdicts, verbose):
+    """The first failing case in full, the others in one line each, each hint once (all in full with verbose)."""
+    lines, hints, first = [], [], True
+    for v in verdicts:
+        if v.passed:
+            lines += v.lines
+            continue
+        lines += v.lines if (first or verbose) else [v.summary]
+        first = False
+        hints += [h for h in v.hints if h not in hints]
+    return lines + [f"  Hint: {h}" for h in merge_hints(hints)]
+
+
+def merge_hints(hints):
+    """Texts once each; ``(name, text)`` pairs with the same text as one line naming up to 3 arrays."""
+    merged = {}
+    for hint in hints:
+        name, text = hint if isinstance(hint, tuple) else (None, hint)
+        names = merged.setdefault(text, [])
+        if name is not None and name not in names:
+            names.append(name)
+    out = []
+    for text, names in merged.items():
+        if names:
+            shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+            text = f"{shown}: {text}"
+        out.append(text)
+    return out
+
+
+def where_it_hung(output):
+    """The innermost frame of the submission in a faulthandler dump: 'mytorch/nn/rnn_cell.py:57 in forward'.
+
+    The dump (``Thread …`` / ``Current thread …`` then ``File "…", line N in NAME``, most recent call first)
+    is printed by the child shortly before its time is up. It is text the child controls, so it only ever
+    becomes part of a message.
+    """
+    from autograder.driver import PROVIDED_FILES, PROVIDED_FUNCTIONS          # plain tables, no mytorch
+
+    frames = re.findall(r'File "[^"\n]*?/(mytorch/[^"\n]{1,200})", line (\d{1,7}) in (\w{1,100})', output)
+    for path, line, function in frames:
+        if path not in PROVIDED_FILES and (path, function) not in PROVIDED_FUNCTIONS:
+            return f"{path}:{line} in {function}"
+    return f"{frames[0][0]}:{frames[0][1]} in {frames[0][2]}" if frames else ""
+
+
+def strip_dump(output):
+    """``output`` without the faulthandler dump (everything from its first header line on)."""
+    match = re.search(r"^(Thread 0x[0-9a-f]+|Current thread 0x[0-9a-f]+|Timeout \(\d).*$", output, re.M)
+    return output[:match.start()] if match else output
+
+
+def judge_part(part, part_data, outcome, verbose=False):
+    """``(score, status, output)`` of one part from the child's outcome."""
+    cases = len(part_data.configs)
+    if outcome.failure:
+        lines = [f"Your code {outcome.failure}."]
+        hung = where_it_hung(outcome.output) if "did not finish" in outcome.failure else ""
+        if hung:
+            lines.append(f"It was running {hung} when it was stopped: look there for a loop that never ends.")
+        shown = strip_dump(outcome.output).strip()
+        if shown:
+            lines.append("Last output:\n" + "\n".join("  " + line for line in shown.splitlines()[-15:]))
+        return 0.0, "error", "\n".join(lines)
+    reports = [r if isinstance(r, dict) else {} for r in outcome.reports]
+    statuses = {r.get("status") for r in reports}
+    if statuses == {"not_implemented"}:
+        return 0.0, "not implemented", "not implemented yet"
+    if statuses == {"import_error"}:
+        r = reports[0]
+        where = _text(r.get("where"), 600)
+        return 0.0, "error", _text(r.get("error")) + (f"\n  at {where}" if where else "")
+    errors = {(r.get("status"), r.get("error"), r.get("where")) for r in reports}
+    if len(errors) == 1 and next(iter(errors))[0] == "error":          # one error, raised by every case
+        v = _error_case("", reports[0], part.kind == "sequence")
+        v.lines[0] = f"all {cases} cases: {_text(reports[0].get('error')) or 'failed'}"
+        return 0.0, "failed", "\n".join([f"0 of {cases} cases passed"] + _message([v], verbose))
+    verdicts = []
+    for k in range(cases):
+        arrays = {name: a for (case, name), a in outcome.arrays.items() if case == k}
+        verdicts.append(judge_case(k, part_data.configs[k], part_data.expected[k], part_data.variants[k],
+                                   reports[k], arrays, verbose))
+    passed = sum(v.passed for v in verdicts)
+    score = round(part.points * passed / cases, 2)
+    status = "passed" if passed == cases else "failed"
+    return score, status, "\n".join([f"{passed} of {cases} cases passed"] + _message(verdicts, verbose))

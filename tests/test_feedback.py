@@ -1,0 +1,184 @@
+"""What the grader prints: within the terminal's width, coloured only on a terminal, never crashing on an
+encoding that lacks σ ⊙ ─, with progress while parts run; messages built from untrusted child reports;
+the score and the warnings of ``handin``."""
+import io
+import os
+import subprocess
+import sys
+import tarfile
+
+import numpy as np
+import pytest
+
+from autograder import compare, data, feedback, mistakes, report, sandbox, spec
+from tests.graderkit import REPO, make_submission, run_cli
+
+# one mistake per kind of message: errors with a location, stored-output hints, overflow warnings, zeros
+FAILING = ("gru-z-swapped", "seq-no-gradient-from-the-future", "rnn-x-at-weight-untransposed", "gb-naive-sigmoid",
+           "tgru-weight_hh-assigned", "gmu-m-swapped")
+
+
+@pytest.fixture(scope="module")
+def failing_submission(tmp_path_factory):
+    chosen = [m for m in mistakes.CATALOGUE if m.id in FAILING]
+    assert len(chosen) == len(FAILING)
+    return make_submission(tmp_path_factory.mktemp("failing"), [(m.path, m.old, m.new) for m in chosen])
+
+
+def lines_of(text):
+    return text.splitlines()
+
+
+def test_a_full_failing_run_fits_80_columns_and_shows_progress(failing_submission):
+    proc = run_cli(["--submission", failing_submission])
+    assert proc.returncode == 0, proc.stderr
+    out, err = proc.stdout, proc.stderr
+    too_long = [line for line in lines_of(out) + lines_of(err) if len(line) > 80]
+    assert not too_long, too_long
+    assert "\033[" not in out + err                           # not a terminal: no colour
+    assert "Hint: these values are what z and 1 − z swapped would give" in out
+    progress = [line for line in lines_of(err) if line.startswith("[")]
+    assert len(progress) == len(spec.PARTS)                   # one line per finished part
+    assert progress[-1].startswith(f"[{len(spec.PARTS)}/{len(spec.PARTS)}] ")
+    assert any(line.endswith("✗") for line in progress) and any("6/6" in line for line in progress)
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "cp1252"])
+def test_an_ascii_or_cp1252_stdout_never_crashes(failing_submission, encoding):
+    env = dict(os.environ, PYTHONPATH="", PYTHONIOENCODING=encoding, LC_ALL="C")
+    proc = subprocess.run([sys.executable, "-m", "autograder", "--submission", failing_submission], cwd=REPO,
+                          capture_output=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert b"Traceback" not in proc.stderr
+    text = proc.stdout.decode(encoding)                       # strict: all of it is in the encoding
+    assert "Total" in text and "Hint:" in text
+    assert "z and 1 - z swapped" in text                      # − spelled as -
+    assert "(1 - z) * n + z * h" in text                      # ⊙ spelled as *
+    assert "-- 1.1 RNN cell forward: failed ---" in text      # ─ spelled as -
+
+
+class FakeTerminal(io.StringIO):
+    encoding = "utf-8"
+
+    def isatty(self):
+        return True
+
+
+def test_console_wraps_to_the_width_and_colours_only_a_terminal(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "50")
+    long = "  Hint: " + "a fairly long hint with words " * 10
+    tty = report.Console(FakeTerminal(), environ={})
+    assert tty.width == 50 and tty.colour
+    tty.print(long)
+    shown = tty.stream.getvalue()
+    assert "\033[33mHint:\033[0m" in shown
+    plain = [line.replace("\033[33m", "").replace("\033[0m", "") for line in shown.splitlines()]
+    assert len(plain) > 1 and all(len(line) <= 50 for line in plain)
+    assert all(line.startswith("        ") for line in plain[1:])          # under the hint's first word
+    no_colour = report.Console(FakeTerminal(), environ={"NO_COLOR": "1"})
+    no_colour.print(long)
+    assert "\033[" not in no_colour.stream.getvalue()
+    pipe = report.Console(io.StringIO(), environ={})
+    assert pipe.width == 80 and not pipe.colour
+
+
+def test_console_spells_what_the_encoding_lacks():
+    stream = io.TextIOWrapper(io.BytesIO(), encoding="ascii")
+    console = report.Console(stream, environ={})
+    console.print("σ(a) ⊙ h ─── ✗ … ᵀ and a stray ☃")
+    stream.seek(0)
+    assert stream.read() == "sigma(a) * h --- x ... ^T and a stray ?\n"
+
+
+def test_progress_is_a_live_line_on_a_terminal():
+    console = report.Console(FakeTerminal(), environ={"NO_COLOR": "1"})
+    progress = report.Progress(console, 2)
+    for part in spec.PARTS[:2]:
+        progress(type("R", (), {"part": part, "score": part.points, "status": "passed"})())
+    progress.finish()
+    written = console.stream.getvalue()
+    assert written.count("\r\033[K") == 3 and "\n" not in written
+    assert "[2/2] 1.2 RNN cell backward: 8/8" in written
+
+
+def test_where_it_hung_reads_a_faulthandler_dump_and_nothing_else():
+    dump = ('Thread 0x00007f (most recent call first):\n'
+            '  File "/tmp/x/mytorch/nn/cell.py", line 80 in _prepare\n'
+            '  File "/tmp/x/mytorch/nn/rnn_cell.py", line 57 in forward\n'
+            '  File "/opt/autograder/driver.py", line 96 in cell_case\n')
+    assert feedback.where_it_hung(dump) == "mytorch/nn/rnn_cell.py:57 in forward"
+    assert feedback.strip_dump("my print\n" + dump) == "my print\n"
+    assert feedback.where_it_hung("no dump here " * 1000) == ""
+    assert feedback.where_it_hung('File "/a/mytorch/' + "x" * 5000 + '", line 1 in f') == ""
+
+
+def test_a_child_report_of_the_wrong_types_is_ignored_not_trusted():
+    part = spec.PARTS_BY_NUMBER["1.1"]
+    stored = data.load_part("1.1")
+    reports = [{"status": "ok", "types": ["not", "a", "dict"], "mutated": "not a list",
+                "warnings": [{"overflow": 1}, "overflow " + "x" * 10000]}] * len(stored.configs)
+    outcome = sandbox.Outcome(reports=reports, arrays={})
+    score, status, output = feedback.judge_part(part, stored, outcome)
+    assert score == 0 and status == "failed"
+    assert max(map(len, output.splitlines())) < 1000          # the long warning was cut
+
+
+def test_shapes_and_indices_are_the_students_not_the_step_axis():
+    expected = np.arange(6.0).reshape(1, 2, 3)                # one backward call, N=2, I=3
+    wrong = expected.copy()
+    wrong[0, 1, 2] += 1
+    verdict = compare.compare("dx", wrong, expected, "numpy.ndarray of dtype float64", steps=1)
+    assert "first at index (1, 2)" in verdict.message
+    three = np.zeros((3, 2, 3))
+    bad = three.copy()
+    bad[2, 0, 1] = 1
+    assert "index (0, 1) of step 3's backward" in compare.compare("dx", bad, three, "x", steps=3).message
+    squeezed = compare.compare("dx", np.zeros((1, 3)), np.zeros((1, 1, 3)), "x", steps=1)
+    assert squeezed.message == "dx: shape (3,), expected (1, 3)"
+    scalar = compare.compare("dx", None, np.zeros((1, 3)), "numpy.float64", steps=1)
+    assert scalar.message == "dx: expected a numpy.ndarray of shape (3,), got numpy.float64"
+    assert any(mistakes.SQUEEZED in text for _, text in scalar.hints)
+
+
+@pytest.mark.parametrize("line, fix", [
+    ('a = x @ p["weight_ih"] + self._bias("bias_ih")', 'Check the .T on p["weight_ih"]'),
+    ("r_u_bar = np.concatenate([x, h_prev], axis=1) @ w_ru.T + b_ru", "Check the .T on w_ru"),
+    ("n = np.tanh(gx[:, 2 * H:] + r @ g_n)", "an elementwise product"),
+    ("y = f(a) @ g(b)", "either one side needs a transpose"),
+])
+def test_a_matmul_error_names_the_fix_its_line_needs(line, fix):
+    error = "ValueError: matmul: Input operand 1 has a mismatch in its core dimension 0"
+    hints = compare.error_hints(error, f"mytorch/nn/x.py:3 in forward: {line}")
+    assert len(hints) == 1 and fix in hints[0]
+
+
+def test_handin_grades_first_warns_and_says_where_to_upload(tmp_path):
+    sub = make_submission(tmp_path / "me", [("nn/rnn_cell.py", "        # BEGIN SOLUTION\n        a = x @",
+                                             "        raise NotImplementedError('RNNCell.forward')\n        a = x @")])
+    out = tmp_path / "handin.tar"
+    proc = run_cli(["handin", "--submission", sub, "--out", str(out)])
+    assert proc.returncode == 0, proc.stderr
+    text = " ".join(proc.stdout.split())                                   # unwrapped
+    assert "Graded locally before packing: 83/100 points" in text
+    assert "Warning: 3 parts are not implemented yet and score 0: 1.1 RNN cell forward" in text
+    assert text.index("Warning") < text.index("Wrote")                    # before the archive is written
+    assert f"Upload {out} to this assignment on Gradescope" in text
+    assert "mytorch/nn/rnn_cell.py" in tarfile.open(out).getnames()
+    quick = run_cli(["handin", "--submission", sub, "--out", str(out), "--no-grade"])
+    assert quick.returncode == 0 and "Graded locally" not in quick.stdout
+
+
+def test_the_generator_knows_gradient_assignment_for_every_parameter():
+    """Every multi-step backward case stores what `=` for `+=` gives, for each parameter it grades."""
+    for part in spec.PARTS:
+        if part.kind != "backward":
+            continue
+        stored = data.load_part(part.number)
+        for config, expected, variants in zip(stored.configs, stored.expected, stored.variants):
+            if config["steps"] == 1:
+                continue
+            graded = {n for n in expected if n.startswith("grad/") and n[5:] not in ("hidden_state", "memory")}
+            hinted = {n for n, pairs in variants.items() if any(t == mistakes.NOT_ACCUMULATED for t, _ in pairs)}
+            assert graded <= hinted, (part.number, graded - hinted)
+            assert not any(n.startswith("after_step/") for n in expected)
+    assert os.path.isdir(os.path.join(REPO, "autograder", "data"))
