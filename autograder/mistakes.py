@@ -226,7 +226,8 @@ CATALOGUE = (
             ("7.2", "7.3"), BATCH_MEAN),
     # ---- BPTT through the sequence layer: each recognised in one line, from the values or the error
     Mistake("seq-no-gradient-from-the-future", SEQ, "d_state = self._plus(d_prev, d_skipped)",
-            "d_state = d_skipped", ALL_SEQ, FUTURE_DROPPED, variant=True),
+            "d_state = self._plus(self._zeros_for_none(cell, None, N), d_skipped)", ALL_SEQ, FUTURE_DROPPED,
+            variant=True),
     Mistake("seq-layers-bottom-up", SEQ, "for layer in reversed(range(self.num_layers)):",
             "for layer in range(self.num_layers):", ALL_SEQ, compare.LAYER_ORDER, variant=True),
     Mistake("seq-time-not-reversed", SEQ, "for t in steps:\n            d_new, d_skipped",

@@ -11,7 +11,7 @@ import tempfile
 
 import pytest
 
-from autograder import mistakes
+from autograder import mistakes, spec
 from tests import securitykit as kit
 from tests.graderkit import check_gradescope, make_grader_copy, make_submission
 
@@ -94,7 +94,7 @@ def campaign(sandbox_user):
 def test_attack_as_the_sandbox_user(campaign, name):
     runs = campaign["runs"]
     honest = kit.verdicts(runs["honest broken"])
-    assert honest["score"] == 6.0                          # part 1.1 in full: the sandbox Python grades for real
+    assert honest["score"] == spec.PARTS_BY_NUMBER["1.1"].points     # part 1.1 in full: the sandbox Python grades
     run = runs[name]
     results = kit.verdicts(run)
     tests = check_gradescope(results)

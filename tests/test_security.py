@@ -10,7 +10,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from autograder import cli, frames, report, untrusted
+from autograder import cli, frames, report, spec, untrusted
 from tests import securitykit as kit
 from tests.graderkit import check_gradescope, make_grader_copy
 
@@ -61,7 +61,7 @@ def test_attack(campaign, name):
 
 
 def test_honest_broken_submission_scores_only_the_other_part(campaign):
-    tests = _check(campaign["runs"]["honest broken"], 6.0)
+    tests = _check(campaign["runs"]["honest broken"], spec.PARTS_BY_NUMBER["1.1"].points)
     assert tests["2.1"]["score"] == 0 and "ValueError: broken" in tests["2.1"]["output"]
 
 

@@ -128,9 +128,9 @@ def prefix_beam_search(log_probs, beam_width, blank=0, prune="prefix"):
     for t in range(1, len(log_probs)):
         blank_end, label_end = _prune(blank_end, label_end, beam_width, prune)
         blank_end, label_end = _extend(blank_end, label_end, log_probs[t], blank)
-    merged = dict(label_end)
-    for prefix, score in blank_end.items():
-        merged[prefix] = _add(merged.get(prefix, NEG_INF), score)
+    merged = dict(label_end)                                       # b + n: a prefix's two kinds of ending
+    for prefix in blank_end:
+        merged[prefix] = _add(merged.get(prefix, NEG_INF), blank_end[prefix])
     return sorted(merged.items(), key=lambda item: -item[1])     # stable: ties keep their first-seen order
 
 
