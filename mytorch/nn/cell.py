@@ -153,3 +153,11 @@ class RecurrentCell(Module):
     def _finish_backward(self, cache, dx, d_parts):
         """Return ``(dx, d_state_prev)`` in the shapes of the forward step's inputs."""
         return (dx if cache.batched else dx[0]), self._public(d_parts, cache.batched)
+
+    def sequence_forward(self, X, state0, lengths=None, reverse=False):
+        """Fast path over a whole sequence (see Recurrent); cells without one raise NotImplementedError."""
+        raise NotImplementedError
+
+    def sequence_backward(self, dY, d_state_T):
+        """Fast path over a whole sequence (see Recurrent); cells without one raise NotImplementedError."""
+        raise NotImplementedError

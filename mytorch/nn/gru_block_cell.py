@@ -15,7 +15,9 @@ that op has seven errata against its kernel; the assignment and the notebook sho
 import numpy as np
 
 from mytorch import functional as F
+from mytorch.grad_mode import is_recording
 from mytorch.nn.cell import Cache, RecurrentCell
+from mytorch.nn.fast_path import SequenceRecord, Steps, batched_state, pop_sequence_record, state_gradient, transposed
 from mytorch.nn.init import constant, glorot_uniform
 
 
@@ -128,3 +130,109 @@ class GRUBlockCell(RecurrentCell):
         g["b_c"] += d_c_bar.sum(axis=0)
         # END SOLUTION
         return self._finish_backward(cache, d_x, (d_h_prev,))
+
+    # ----------------------------------------------------------------------------------------------
+    # the fast path over a whole sequence (used by the sequence layer; see mytorch.nn.fast_path)
+    def sequence_forward(self, X, state0, lengths=None, reverse=False):
+        """All T steps at once: returns ``(Y (T, N, H), h_T (N, H))``, what T calls of ``forward`` return.
+
+        With w_ru = [w_ru_x; w_ru_h] and w_c = [w_c_x; w_c_h] split by rows (x's I rows, then h's H rows), in
+        step order k (time t = k, or T-1-k in reverse):
+
+            GX = X [w_ru_x | w_c_x] + [b_ru | b_c]     one product for all steps      (T, N, 3H)
+            r, u = σ(GX_k[:2H] + h_k w_ru_h)            c = tanh(GX_k[2H:] + (r ⊙ h_k) w_c_h)
+            h_{k+1} = c + u ⊙ (h_k − c)                 two products per step, in place
+        """
+        X = np.asarray(X, dtype=self.dtype)
+        steps = Steps(X, lengths, reverse)
+        (h0,), _ = batched_state(self, state0, steps.N)
+        X = steps.order(X)
+        # BEGIN SOLUTION
+        T, N, H, I = steps.T, steps.N, self.hidden_size, self.input_size
+        p, dt = self.params, self.dtype
+        W_x = np.concatenate([p["w_ru"][:I], p["w_c"][:I]], axis=1)               # I,3H  the x rows of both
+        X2 = X.reshape(T * N, I)                                   # TN,I  (a copy in reverse)
+        GX = (X2 @ W_x).reshape(T, N, 3 * H)
+        GX += np.concatenate([p["b_ru"], p["b_c"]])
+        w_ru_h, w_c_h = p["w_ru"][I:], p["w_c"][I:]                # H,2H and H,H: contiguous row blocks
+        S = np.empty((T + 1, N, H), dt)                            # h_0 … h_T (step order)
+        S[0] = h0
+        RU = np.empty((T, N, 2 * H), dt)                           # r | u
+        RH = np.empty((T, N, H), dt)                               # r ⊙ h_k
+        C = np.empty((T, N, H), dt)                                # c
+        gh = np.empty((N, 2 * H), dt)
+        for k in range(T):
+            a_ru = GX[k, :, :2 * H]
+            a_ru += np.matmul(S[k], w_ru_h, out=gh)
+            F.sigmoid(a_ru, out=RU[k])
+            np.multiply(RU[k, :, :H], S[k], out=RH[k])             # reset before the product
+            c = C[k]
+            np.matmul(RH[k], w_c_h, out=c)
+            c += GX[k, :, 2 * H:]
+            np.tanh(c, out=c)
+            h = S[k + 1]
+            np.subtract(S[k], c, out=h)
+            h *= RU[k, :, H:]
+            h += c                                                 # h' = u ⊙ h + (1 − u) ⊙ c
+            steps.keep_state(h, S[k], k)
+        Y = steps.outputs(S)
+        if is_recording():
+            # Backward, given d = dL/dh_{k+1}, with the kernel's names; the factors of d for all steps here:
+            #     d_c̄ = d ⊙ (1 − u)(1 − c²)            d_ū = d ⊙ (h − c) u(1 − u)
+            #     d_hr = d_c̄ w_c_hᵀ                     d_r̄ = d_hr ⊙ h r(1 − r)
+            #     dh_k = [d_r̄ | d_ū] w_ru_hᵀ + d_hr ⊙ r + d ⊙ u      (idle steps: d_c̄ = d_ū = 0 and u set to 1)
+            R, U = RU[:, :, :H], RU[:, :, H:]
+            one_minus = np.subtract(1.0, U)                        # 1 − u
+            du_factor = np.subtract(S[:-1], C)
+            du_factor *= U
+            du_factor *= one_minus                                 # (h − c) u(1 − u)
+            dc_factor = C
+            np.multiply(C, C, out=dc_factor)
+            np.subtract(1.0, dc_factor, out=dc_factor)
+            dc_factor *= one_minus                                 # (1 − u)(1 − c²), over c's array
+            dr_factor = np.subtract(1.0, R, out=one_minus)
+            dr_factor *= R
+            dr_factor *= S[:-1]                                    # h r(1 − r)
+            self._record(SequenceRecord(steps=steps, X2=X2, W_x=W_x, S=S, R=R, RH=RH,
+                                        dc_factor=steps.mask(dc_factor), du_factor=steps.mask(du_factor),
+                                        dr_factor=dr_factor, h_factor=steps.pass_through(U)))
+        return Y, S[T].copy()
+        # END SOLUTION
+
+    def sequence_backward(self, dY, d_state_T):
+        """Backward of ``sequence_forward``: returns ``(dX (T, N, I), dh_0 (N, H))`` and adds to ``self.grads``
+        what T calls of ``backward`` add. Per step two products and a few in-place products run; the input
+        gradient and every weight gradient are one product each over all steps."""
+        record = pop_sequence_record(self)
+        steps = record.steps
+        dY = steps.output_gradient(np.asarray(dY, dtype=self.dtype))
+        (carry,) = state_gradient(d_state_T, [(steps.N, self.hidden_size)], self.dtype)
+        # BEGIN SOLUTION
+        T, N, H, I = steps.T, steps.N, self.hidden_size, self.input_size
+        p, g = self.params, self.grads
+        w_c_hT, w_ru_hT = transposed(p["w_c"][I:]), transposed(p["w_ru"][I:])     # H,H and 2H,H
+        D = np.empty((T, N, 3 * H), self.dtype)                    # [d_r̄ | d_ū | d_c̄]
+        d = np.empty((N, H), self.dtype)
+        d_hr = np.empty((N, H), self.dtype)
+        for k in reversed(range(T)):
+            np.add(dY[k], carry, out=d)                            # dL/dh_{k+1}
+            np.multiply(d, record.dc_factor[k], out=D[k, :, 2 * H:])
+            np.multiply(d, record.du_factor[k], out=D[k, :, H:2 * H])
+            np.matmul(D[k, :, 2 * H:], w_c_hT, out=d_hr)
+            np.multiply(d_hr, record.dr_factor[k], out=D[k, :, :H])
+            np.matmul(D[k, :, :2 * H], w_ru_hT, out=carry)         # through the gates
+            d_hr *= record.R[k]
+            carry += d_hr                                          # through r ⊙ h
+            d *= record.h_factor[k]
+            carry += d                                             # and directly: dh'/dh = u
+        D2 = D.reshape(T * N, 3 * H)
+        dW_x = record.X2.T @ D2                                    # I,3H
+        g["w_ru"][:I] += dW_x[:, :2 * H]
+        g["w_c"][:I] += dW_x[:, 2 * H:]
+        g["w_ru"][I:] += record.S[:-1].reshape(T * N, H).T @ D2[:, :2 * H]
+        g["w_c"][I:] += record.RH.reshape(T * N, H).T @ D2[:, 2 * H:]
+        d_bias = D2.sum(axis=0)
+        g["b_ru"] += d_bias[:2 * H]
+        g["b_c"] += d_bias[2 * H:]
+        return steps.order((D2 @ record.W_x.T).reshape(T, N, I)), carry
+        # END SOLUTION
