@@ -127,3 +127,25 @@ def pop_sequence_record(cell):
 def transposed(W):
     """Wᵀ as a C-contiguous copy: per-step products with it run faster than with the transposed view."""
     return np.ascontiguousarray(W.T)
+
+
+def gates_transposed(W, gates):
+    """W (G·H, K), gates stacked by rows, as (G, K, H) with [g] = W_gᵀ contiguous: ``x @ result`` is (G, N, H),
+    every gate's block contiguous (NumPy's elementwise calls on a gate's columns of an (N, G·H) array, a
+    strided view, cost several times more than on a contiguous block)."""
+    K = W.shape[1]
+    return np.ascontiguousarray(W.reshape(gates, -1, K).transpose(0, 2, 1))
+
+
+def gate_rows(W, gates):
+    """W (G·H, K) as (G, H, K), [g] = W_g (a view)."""
+    return W.reshape(gates, -1, W.shape[1])
+
+
+def sum_of_products(pairs, out, scratch):
+    """out = Σ A @ B over ``pairs``, through one scratch array of out's shape (no new arrays)."""
+    (A, B), rest = pairs[0], pairs[1:]
+    np.matmul(A, B, out=out)
+    for A, B in rest:
+        out += np.matmul(A, B, out=scratch)
+    return out

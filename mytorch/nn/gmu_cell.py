@@ -18,7 +18,8 @@ import numpy as np
 from mytorch import functional as F
 from mytorch.grad_mode import is_recording
 from mytorch.nn.cell import Cache, RecurrentCell
-from mytorch.nn.fast_path import SequenceRecord, Steps, batched_state, pop_sequence_record, state_gradient, transposed
+from mytorch.nn.fast_path import (SequenceRecord, Steps, batched_state, gate_rows, gates_transposed, pop_sequence_record,
+                                  state_gradient, sum_of_products)
 from mytorch.nn.init import uniform
 
 
@@ -103,11 +104,12 @@ class GMUCell(RecurrentCell):
     def sequence_forward(self, X, state0, lengths=None, reverse=False):
         """All T steps at once: returns ``(Y (T, N, H), (h_T, c_T))``, what T calls of ``forward`` return.
 
-        In step order k (time t = k, or T-1-k in reverse), with both peepholes as one (2, H) array:
+        In step order k (time t = k, or T-1-k in reverse), gate by gate (g = i, m, o), with both peepholes as
+        one (2, H) array:
 
-            GX = X W_ihᵀ + b_ih + b_hh                 one product for all steps              (T, N, 3H)
-            A_k = GX_k + h_k W_hhᵀ                      per step, W_hhᵀ made contiguous once   (N, 3H)
-            i, m, o and (h_{k+1}, c_{k+1}) from A_k and c_k as in ``forward``, in place.
+            GX_g = X W_igᵀ + b_ig + b_hg          one product per gate for all steps       (T, N, H) each
+            A_g  = GX_g + h_k W_hgᵀ               per step, weights made contiguous once    (N, H) each
+            i, m, o and (h_{k+1}, c_{k+1}) from A and c_k as in ``forward``, in place.
         """
         X = np.asarray(X, dtype=self.dtype)
         steps = Steps(X, lengths, reverse)
@@ -117,23 +119,23 @@ class GMUCell(RecurrentCell):
         T, N, H = steps.T, steps.N, self.hidden_size
         p, dt = self.params, self.dtype
         X2 = X.reshape(T * N, self.input_size)                     # TN,I  (a copy in reverse)
-        A = (X2 @ transposed(p["weight_ih"])).reshape(T, N, 3 * H)
-        A += p["bias_ih"] + p["bias_hh"]
-        W_hhT = transposed(p["weight_hh"])                         # H,3H
-        peep = np.stack([p["weight_ch_m"], p["weight_ch_o"]])       # 2,H   w_ch_m and w_ch_o
-        S, C = np.empty((T + 1, N, H), dt), np.empty((T + 1, N, H), dt)          # h and c (step order)
+        A = np.matmul(X2, gates_transposed(p["weight_ih"], 3)).reshape(3, T, N, H)    # gate-major
+        A += (p["bias_ih"] + p["bias_hh"]).reshape(3, 1, 1, H)
+        W_h = gates_transposed(p["weight_hh"], 3)                  # 3,H,H  W_hgᵀ
+        peep = np.stack([p["weight_ch_m"], p["weight_ch_o"]])[:, None, :]             # 2,1,H
+        S, C = np.empty((T + 1, N, H), dt), np.empty((T + 1, N, H), dt)                # h and c (step order)
         S[0], C[0] = h0, c0
-        IN = np.empty((T, N, H), dt)                               # i
-        MO = np.empty((T, N, 2 * H), dt)                           # m | o
-        gh, pc = np.empty((N, 3 * H), dt), np.empty((N, 2, H), dt)
+        IN, MO = np.empty((T, N, H), dt), np.empty((2, T, N, H), dt)                   # i; m, o
+        gh, pc, work = np.empty((3, N, H), dt), np.empty((2, N, H), dt), np.empty((2, N, H), dt)
+        recording = is_recording()
+        if recording:
+            di_h, di_c, dm_factor, do_factor, h_carry = (np.empty((T, N, H), dt) for _ in range(5))
         for k in range(T):
-            A[k] += np.matmul(S[k], W_hhT, out=gh)
-            np.tanh(A[k, :, :H], out=IN[k])
-            np.multiply(C[k][:, None, :], peep, out=pc)            # [w_ch_m ⊙ c | w_ch_o ⊙ c]
-            a_mo = A[k, :, H:]
-            a_mo += pc.reshape(N, 2 * H)
-            F.sigmoid(a_mo, out=MO[k])
-            i, m, o = IN[k], MO[k, :, :H], MO[k, :, H:]
+            A[:, k] += np.matmul(S[k], W_h, out=gh)
+            np.tanh(A[0, k], out=IN[k])
+            A[1:, k] += np.multiply(C[k], peep, out=pc)            # w_ch_m ⊙ c, w_ch_o ⊙ c: the old c
+            F.sigmoid(A[1:, k], out=MO[:, k])
+            i, m, o = IN[k], MO[0, k], MO[1, k]
             h, c = S[k + 1], C[k + 1]
             np.subtract(i, C[k], out=h)
             h *= m
@@ -141,37 +143,41 @@ class GMUCell(RecurrentCell):
             np.subtract(C[k], i, out=c)
             c *= o
             c += i                                                 # c' = i + o ⊙ (c − i)
+            if recording:
+                # Backward, given dh = dL/dh_{k+1} and dc = dL/dc_{k+1}; the factors are made here, in cache:
+                #     da_i = dh ⊙ m(1 − i²) + dc ⊙ (1 − o)(1 − i²)      da_m = dh ⊙ (i − c) m(1 − m)
+                #     da_o = dc ⊙ (c − i) o(1 − o)                        dh_k = da_i W_hi + da_m W_hm + da_o W_ho
+                #     dc_k = dh ⊙ (1 − m) + dc ⊙ o + da_m ⊙ w_ch_m + da_o ⊙ w_ch_o
+                tanh_grad, c_minus_i = work
+                np.multiply(i, i, out=tanh_grad)
+                np.subtract(1.0, tanh_grad, out=tanh_grad)         # 1 − i²
+                np.multiply(m, tanh_grad, out=di_h[k])
+                np.subtract(1.0, o, out=di_c[k])
+                di_c[k] *= tanh_grad                               # (1 − o)(1 − i²)
+                np.subtract(C[k], i, out=c_minus_i)
+                np.subtract(1.0, m, out=h_carry[k])                # 1 − m
+                np.multiply(m, h_carry[k], out=dm_factor[k])
+                dm_factor[k] *= c_minus_i
+                np.negative(dm_factor[k], out=dm_factor[k])        # (i − c) m(1 − m)
+                np.subtract(1.0, o, out=do_factor[k])
+                do_factor[k] *= o
+                do_factor[k] *= c_minus_i                          # (c − i) o(1 − o)
             steps.keep_state(h, S[k], k)
             steps.keep_state(c, C[k], k)
         Y = steps.outputs(S)
-        if is_recording():
-            # Backward, given dh = dL/dh_{k+1} and dc = dL/dc_{k+1}; the factors for all steps here:
-            #     da_i = dh ⊙ m(1 − i²) + dc ⊙ (1 − o)(1 − i²)      da_m = dh ⊙ (i − c) m(1 − m)
-            #     da_o = dc ⊙ (c − i) o(1 − o)                        dh_k = [da_i | da_m | da_o] W_hh
-            #     dc_k = dh ⊙ (1 − m) + dc ⊙ o + da_m ⊙ w_ch_m + da_o ⊙ w_ch_o
-            # Idle steps: every da is 0, dh_k = dh and dc_k = dc (m set to 1, o to 1).
-            M, O = MO[:, :, :H], MO[:, :, H:]
-            tanh_grad = F.tanh_grad(IN)                            # 1 − i²
-            di_h = M * tanh_grad
-            di_c = np.subtract(1.0, O)
-            di_c *= tanh_grad
-            i_minus_c = np.subtract(IN, C[:-1])
-            dm_factor = M * (1.0 - M)
-            dm_factor *= i_minus_c
-            do_factor = O * (1.0 - O)
-            do_factor *= i_minus_c
-            np.negative(do_factor, out=do_factor)                  # (c − i) o(1 − o)
+        if recording:
+            # past a sequence's end every da is 0, dh_k = dh and dc_k = dc (masked factors, o set to 1)
             self._record(SequenceRecord(steps=steps, X2=X2, S=S, C=C, peep=peep,
                                         di_h=steps.mask(di_h), di_c=steps.mask(di_c),
                                         dm_factor=steps.mask(dm_factor), do_factor=steps.mask(do_factor),
-                                        h_carry=steps.mask(1.0 - M), c_carry=steps.pass_through(O)))
+                                        h_carry=steps.mask(h_carry), c_carry=steps.pass_through(MO[1])))
         return Y, (S[T].copy(), C[T].copy())
         # END SOLUTION
 
     def sequence_backward(self, dY, d_state_T):
         """Backward of ``sequence_forward``: returns ``(dX (T, N, I), (dh_0, dc_0))`` and adds to ``self.grads``
-        what T calls of ``backward`` add. Per step the recurrent product and a few in-place products run; the
-        input gradient and every weight gradient are one product (or one sum) each over all steps."""
+        what T calls of ``backward`` add. Per step the recurrent products and a few in-place products run; the
+        input gradient and every weight gradient are one product (or one sum) per gate over all steps."""
         record = pop_sequence_record(self)
         steps = record.steps
         dY = steps.output_gradient(np.asarray(dY, dtype=self.dtype))
@@ -179,35 +185,40 @@ class GMUCell(RecurrentCell):
         # BEGIN SOLUTION
         T, N, H = steps.T, steps.N, self.hidden_size
         p, g, dt = self.params, self.grads, self.dtype
-        DA = np.empty((T, N, 3 * H), dt)                           # [da_i | da_m | da_o]
-        dh, dc, tmp = np.empty((N, H), dt), np.empty((N, H), dt), np.empty((N, H), dt)
-        peep_grad = np.empty((N, 2, H), dt)
+        W_h = gate_rows(p["weight_hh"], 3)                         # 3,H,H  W_hg
+        DA = np.empty((3, T, N, H), dt)                            # da_i, da_m, da_o
+        dh, dc, scratch = np.empty((N, H), dt), np.empty((N, H), dt), np.empty((N, H), dt)
+        peep_grad = np.empty((2, N, H), dt)
         for k in reversed(range(T)):
             np.add(dY[k], carry_h, out=dh)                         # dL/dh_{k+1}
             dc[...] = carry_c                                      # dL/dc_{k+1}
-            da_i = DA[k, :, :H]
+            da_i, da_m, da_o = DA[:, k]
             np.multiply(dh, record.di_h[k], out=da_i)
-            da_i += np.multiply(dc, record.di_c[k], out=tmp)
-            np.multiply(dh, record.dm_factor[k], out=DA[k, :, H:2 * H])
-            np.multiply(dc, record.do_factor[k], out=DA[k, :, 2 * H:])
-            np.matmul(DA[k], p["weight_hh"], out=carry_h)
+            da_i += np.multiply(dc, record.di_c[k], out=scratch)
+            np.multiply(dh, record.dm_factor[k], out=da_m)
+            np.multiply(dc, record.do_factor[k], out=da_o)
+            sum_of_products([(da_i, W_h[0]), (da_m, W_h[1]), (da_o, W_h[2])], carry_h, scratch)
             np.multiply(dh, record.h_carry[k], out=carry_c)
-            carry_c += np.multiply(dc, record.c_carry[k], out=tmp)
-            np.multiply(DA[k, :, H:].reshape(N, 2, H), record.peep, out=peep_grad)
-            carry_c += peep_grad[:, 0]
-            carry_c += peep_grad[:, 1]                             # through both peepholes
+            carry_c += np.multiply(dc, record.c_carry[k], out=scratch)
+            np.multiply(DA[1:, k], record.peep, out=peep_grad)
+            carry_c += peep_grad[0]
+            carry_c += peep_grad[1]                                # through both peepholes
             if steps.idle is not None:
                 dh *= steps.idle[k]
                 carry_h += dh                                      # idle: straight through
-        DA2 = DA.reshape(T * N, 3 * H)
-        g["weight_ih"] += DA2.T @ record.X2
-        g["weight_hh"] += DA2.T @ record.S[:-1].reshape(T * N, H)
-        da_sum = DA2.sum(axis=0)
-        g["bias_ih"] += da_sum
-        g["bias_hh"] += da_sum
-        peep_sum = (DA[:, :, H:].reshape(T, N, 2, H) * record.C[:-1, :, None, :]).sum(axis=(0, 1))   # 2,H
+        TN = T * N
+        DA2 = DA.reshape(3, TN, H)
+        g_ih, g_hh, h_prev = gate_rows(g["weight_ih"], 3), gate_rows(g["weight_hh"], 3), record.S[:-1].reshape(TN, H)
+        for gate in range(3):
+            g_ih[gate] += DA2[gate].T @ record.X2
+            g_hh[gate] += DA2[gate].T @ h_prev
+        sums = DA2.sum(axis=1).reshape(3 * H)
+        g["bias_ih"] += sums
+        g["bias_hh"] += sums
+        peep_sum = (DA[1:] * record.C[:-1]).sum(axis=(1, 2))      # 2,H   Σ da_m ⊙ c, Σ da_o ⊙ c
         g["weight_ch_m"] += peep_sum[0]
         g["weight_ch_o"] += peep_sum[1]
-        dX = (DA2 @ p["weight_ih"]).reshape(T, N, self.input_size)
-        return steps.order(dX), (carry_h, carry_c)
+        dX = sum_of_products(list(zip(DA2, gate_rows(p["weight_ih"], 3))), np.empty((TN, self.input_size), dt),
+                             np.empty((TN, self.input_size), dt))
+        return steps.order(dX.reshape(T, N, self.input_size)), (carry_h, carry_c)
         # END SOLUTION

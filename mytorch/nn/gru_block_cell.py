@@ -17,7 +17,8 @@ import numpy as np
 from mytorch import functional as F
 from mytorch.grad_mode import is_recording
 from mytorch.nn.cell import Cache, RecurrentCell
-from mytorch.nn.fast_path import SequenceRecord, Steps, batched_state, pop_sequence_record, state_gradient, transposed
+from mytorch.nn.fast_path import (SequenceRecord, Steps, batched_state, pop_sequence_record, state_gradient,
+                                  sum_of_products, transposed)
 from mytorch.nn.init import constant, glorot_uniform
 
 
@@ -136,12 +137,12 @@ class GRUBlockCell(RecurrentCell):
     def sequence_forward(self, X, state0, lengths=None, reverse=False):
         """All T steps at once: returns ``(Y (T, N, H), h_T (N, H))``, what T calls of ``forward`` return.
 
-        With w_ru = [w_ru_x; w_ru_h] and w_c = [w_c_x; w_c_h] split by rows (x's I rows, then h's H rows), in
-        step order k (time t = k, or T-1-k in reverse):
+        With w_ru = [w_ru_x; w_ru_h] and w_c = [w_c_x; w_c_h] split by rows (x's I rows, then h's H rows) and
+        each gate's columns (r, u, c) taken apart, in step order k (time t = k, or T-1-k in reverse):
 
-            GX = X [w_ru_x | w_c_x] + [b_ru | b_c]     one product for all steps      (T, N, 3H)
-            r, u = σ(GX_k[:2H] + h_k w_ru_h)            c = tanh(GX_k[2H:] + (r ⊙ h_k) w_c_h)
-            h_{k+1} = c + u ⊙ (h_k − c)                 two products per step, in place
+            GX_g = X w_g_x + b_g                  one product per gate for all steps      (T, N, H) each
+            r, u = σ(GX_r,u + h_k w_r,u_h)        c = tanh(GX_c + (r ⊙ h_k) w_c_h)
+            h_{k+1} = c + u ⊙ (h_k − c)           three products per step, in place
         """
         X = np.asarray(X, dtype=self.dtype)
         steps = Steps(X, lengths, reverse)
@@ -149,90 +150,96 @@ class GRUBlockCell(RecurrentCell):
         X = steps.order(X)
         # BEGIN SOLUTION
         T, N, H, I = steps.T, steps.N, self.hidden_size, self.input_size
-        p, dt = self.params, self.dtype
-        W_x = np.concatenate([p["w_ru"][:I], p["w_c"][:I]], axis=1)               # I,3H  the x rows of both
+        p, dt, recording = self.params, self.dtype, is_recording()
+        W_x = np.stack([p["w_ru"][:I, :H], p["w_ru"][:I, H:], p["w_c"][:I]])           # 3,I,H  x rows of r, u, c
+        W_ru_h = np.stack([p["w_ru"][I:, :H], p["w_ru"][I:, H:]])                      # 2,H,H  h rows of r, u
+        w_c_h = p["w_c"][I:]                                                           # H,H
         X2 = X.reshape(T * N, I)                                   # TN,I  (a copy in reverse)
-        GX = (X2 @ W_x).reshape(T, N, 3 * H)
-        GX += np.concatenate([p["b_ru"], p["b_c"]])
-        w_ru_h, w_c_h = p["w_ru"][I:], p["w_c"][I:]                # H,2H and H,H: contiguous row blocks
+        GX = np.matmul(X2, W_x).reshape(3, T, N, H)
+        GX += np.concatenate([p["b_ru"], p["b_c"]]).reshape(3, 1, 1, H)
         S = np.empty((T + 1, N, H), dt)                            # h_0 … h_T (step order)
         S[0] = h0
-        RU = np.empty((T, N, 2 * H), dt)                           # r | u
-        RH = np.empty((T, N, H), dt)                               # r ⊙ h_k
-        C = np.empty((T, N, H), dt)                                # c
-        gh = np.empty((N, 2 * H), dt)
+        RU = np.empty((2, T, N, H), dt)                            # r, u
+        RH, C = np.empty((T, N, H), dt), np.empty((T, N, H), dt)   # r ⊙ h_k, c
+        du_factor, dr_factor = (np.empty((T, N, H), dt), np.empty((T, N, H), dt)) if recording else (None, None)
+        gh, one_minus = np.empty((2, N, H), dt), np.empty((N, H), dt)
         for k in range(T):
-            a_ru = GX[k, :, :2 * H]
-            a_ru += np.matmul(S[k], w_ru_h, out=gh)
-            F.sigmoid(a_ru, out=RU[k])
-            np.multiply(RU[k, :, :H], S[k], out=RH[k])             # reset before the product
-            c = C[k]
+            ru = RU[:, k]
+            np.add(GX[:2, k], np.matmul(S[k], W_ru_h, out=gh), out=ru)
+            F.sigmoid(ru, out=ru)
+            r, u, c = RU[0, k], RU[1, k], C[k]
+            np.multiply(r, S[k], out=RH[k])                        # reset before the product
             np.matmul(RH[k], w_c_h, out=c)
-            c += GX[k, :, 2 * H:]
+            c += GX[2, k]
             np.tanh(c, out=c)
             h = S[k + 1]
             np.subtract(S[k], c, out=h)
-            h *= RU[k, :, H:]
+            h *= u
             h += c                                                 # h' = u ⊙ h + (1 − u) ⊙ c
+            if recording:
+                # Backward, given d = dL/dh_{k+1}, with the kernel's names; the factors of d made here:
+                #     d_c̄ = d ⊙ (1 − u)(1 − c²)          d_ū = d ⊙ (h − c) u(1 − u)
+                #     d_hr = d_c̄ w_c_hᵀ                   d_r̄ = d_hr ⊙ h r(1 − r)
+                #     dh_k = d_r̄ w_r_hᵀ + d_ū w_u_hᵀ + d_hr ⊙ r + d ⊙ u
+                np.subtract(1.0, u, out=one_minus)
+                du = du_factor[k]
+                np.subtract(S[k], c, out=du)
+                du *= u
+                du *= one_minus                                    # (h − c) u(1 − u)
+                np.multiply(c, c, out=c)
+                np.subtract(1.0, c, out=c)
+                c *= one_minus                                     # (1 − u)(1 − c²), over c
+                dr = dr_factor[k]
+                np.subtract(1.0, r, out=dr)
+                dr *= r
+                dr *= S[k]                                         # h r(1 − r)
             steps.keep_state(h, S[k], k)
         Y = steps.outputs(S)
-        if is_recording():
-            # Backward, given d = dL/dh_{k+1}, with the kernel's names; the factors of d for all steps here:
-            #     d_c̄ = d ⊙ (1 − u)(1 − c²)            d_ū = d ⊙ (h − c) u(1 − u)
-            #     d_hr = d_c̄ w_c_hᵀ                     d_r̄ = d_hr ⊙ h r(1 − r)
-            #     dh_k = [d_r̄ | d_ū] w_ru_hᵀ + d_hr ⊙ r + d ⊙ u      (idle steps: d_c̄ = d_ū = 0 and u set to 1)
-            R, U = RU[:, :, :H], RU[:, :, H:]
-            one_minus = np.subtract(1.0, U)                        # 1 − u
-            du_factor = np.subtract(S[:-1], C)
-            du_factor *= U
-            du_factor *= one_minus                                 # (h − c) u(1 − u)
-            dc_factor = C
-            np.multiply(C, C, out=dc_factor)
-            np.subtract(1.0, dc_factor, out=dc_factor)
-            dc_factor *= one_minus                                 # (1 − u)(1 − c²), over c's array
-            dr_factor = np.subtract(1.0, R, out=one_minus)
-            dr_factor *= R
-            dr_factor *= S[:-1]                                    # h r(1 − r)
-            self._record(SequenceRecord(steps=steps, X2=X2, W_x=W_x, S=S, R=R, RH=RH,
-                                        dc_factor=steps.mask(dc_factor), du_factor=steps.mask(du_factor),
-                                        dr_factor=dr_factor, h_factor=steps.pass_through(U)))
+        if recording:
+            # past a sequence's end d_c̄ = d_ū = 0 (masked factors) and dh_k = d (u is set to 1)
+            self._record(SequenceRecord(steps=steps, X2=X2, W_x=W_x, S=S, r=RU[0], RH=RH,
+                                        dc_factor=steps.mask(C), du_factor=steps.mask(du_factor),
+                                        dr_factor=dr_factor, h_factor=steps.pass_through(RU[1])))
         return Y, S[T].copy()
         # END SOLUTION
 
     def sequence_backward(self, dY, d_state_T):
         """Backward of ``sequence_forward``: returns ``(dX (T, N, I), dh_0 (N, H))`` and adds to ``self.grads``
-        what T calls of ``backward`` add. Per step two products and a few in-place products run; the input
-        gradient and every weight gradient are one product each over all steps."""
+        what T calls of ``backward`` add. Per step three products and a few in-place products run; the input
+        gradient and every weight gradient are one product per gate over all steps."""
         record = pop_sequence_record(self)
         steps = record.steps
         dY = steps.output_gradient(np.asarray(dY, dtype=self.dtype))
         (carry,) = state_gradient(d_state_T, [(steps.N, self.hidden_size)], self.dtype)
         # BEGIN SOLUTION
         T, N, H, I = steps.T, steps.N, self.hidden_size, self.input_size
-        p, g = self.params, self.grads
-        w_c_hT, w_ru_hT = transposed(p["w_c"][I:]), transposed(p["w_ru"][I:])     # H,H and 2H,H
-        D = np.empty((T, N, 3 * H), self.dtype)                    # [d_r̄ | d_ū | d_c̄]
-        d = np.empty((N, H), self.dtype)
-        d_hr = np.empty((N, H), self.dtype)
+        p, g, dt = self.params, self.grads, self.dtype
+        w_r_hT, w_u_hT, w_c_hT = (transposed(w) for w in (p["w_ru"][I:, :H], p["w_ru"][I:, H:], p["w_c"][I:]))
+        D = np.empty((3, T, N, H), dt)                             # d_r̄, d_ū, d_c̄
+        d, d_hr, scratch = np.empty((N, H), dt), np.empty((N, H), dt), np.empty((N, H), dt)
         for k in reversed(range(T)):
             np.add(dY[k], carry, out=d)                            # dL/dh_{k+1}
-            np.multiply(d, record.dc_factor[k], out=D[k, :, 2 * H:])
-            np.multiply(d, record.du_factor[k], out=D[k, :, H:2 * H])
-            np.matmul(D[k, :, 2 * H:], w_c_hT, out=d_hr)
-            np.multiply(d_hr, record.dr_factor[k], out=D[k, :, :H])
-            np.matmul(D[k, :, :2 * H], w_ru_hT, out=carry)         # through the gates
-            d_hr *= record.R[k]
+            d_r_bar, d_u_bar, d_c_bar = D[:, k]
+            np.multiply(d, record.dc_factor[k], out=d_c_bar)
+            np.multiply(d, record.du_factor[k], out=d_u_bar)
+            np.matmul(d_c_bar, w_c_hT, out=d_hr)
+            np.multiply(d_hr, record.dr_factor[k], out=d_r_bar)
+            sum_of_products([(d_r_bar, w_r_hT), (d_u_bar, w_u_hT)], carry, scratch)     # through the gates
+            d_hr *= record.r[k]
             carry += d_hr                                          # through r ⊙ h
             d *= record.h_factor[k]
             carry += d                                             # and directly: dh'/dh = u
-        D2 = D.reshape(T * N, 3 * H)
-        dW_x = record.X2.T @ D2                                    # I,3H
-        g["w_ru"][:I] += dW_x[:, :2 * H]
-        g["w_c"][:I] += dW_x[:, 2 * H:]
-        g["w_ru"][I:] += record.S[:-1].reshape(T * N, H).T @ D2[:, :2 * H]
-        g["w_c"][I:] += record.RH.reshape(T * N, H).T @ D2[:, 2 * H:]
-        d_bias = D2.sum(axis=0)
-        g["b_ru"] += d_bias[:2 * H]
-        g["b_c"] += d_bias[2 * H:]
-        return steps.order((D2 @ record.W_x.T).reshape(T, N, I)), carry
+        TN = T * N
+        D2 = D.reshape(3, TN, H)
+        h_prev, rh = record.S[:-1].reshape(TN, H), record.RH.reshape(TN, H)
+        for gate, (columns, w, m) in enumerate([(slice(0, H), "w_ru", h_prev), (slice(H, 2 * H), "w_ru", h_prev),
+                                               (slice(0, H), "w_c", rh)]):
+            g[w][:I, columns] += record.X2.T @ D2[gate]
+            g[w][I:, columns] += m.T @ D2[gate]
+        sums = D2.sum(axis=1)                                      # 3,H
+        g["b_ru"] += sums[:2].reshape(2 * H)
+        g["b_c"] += sums[2]
+        dX = sum_of_products([(D2[gate], record.W_x[gate].T) for gate in range(3)], np.empty((TN, I), dt),
+                             np.empty((TN, I), dt))
+        return steps.order(dX.reshape(T, N, I)), carry
         # END SOLUTION

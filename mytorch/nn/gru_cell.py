@@ -22,7 +22,8 @@ import numpy as np
 from mytorch import functional as F
 from mytorch.grad_mode import is_recording
 from mytorch.nn.cell import Cache, RecurrentCell
-from mytorch.nn.fast_path import SequenceRecord, Steps, batched_state, pop_sequence_record, state_gradient, transposed
+from mytorch.nn.fast_path import (SequenceRecord, Steps, batched_state, gate_rows, gates_transposed, pop_sequence_record,
+                                  state_gradient, sum_of_products)
 from mytorch.nn.init import uniform
 
 GATES = ("r", "z", "n")
@@ -168,11 +169,12 @@ class GRUCell(RecurrentCell):
     def sequence_forward(self, X, state0, lengths=None, reverse=False):
         """All T steps at once: returns ``(Y (T, N, H), h_T (N, H))``, what T calls of ``forward`` return.
 
-        In step order k (time t = k, or T-1-k in reverse), with the bias b_hn kept apart because r gates it:
+        In step order k (time t = k, or T-1-k in reverse), gate by gate (g = r, z, n), with b_hn kept apart
+        because r gates it:
 
-            GX   = X W_ihᵀ + b_ih + [b_hr | b_hz | 0]    one product for all steps           (T, N, 3H)
-            GH_k = h_k W_hhᵀ                              per step, W_hhᵀ made contiguous once  (N, 3H)
-            r, z, n, h_{k+1} from GX_k and GH_k as in ``forward``, each written in place into its (T, N, ·) array.
+            GX_g = X W_igᵀ + b_ig (+ b_hg for r, z)     one product per gate for all steps     (T, N, H) each
+            GH_g = h_k W_hgᵀ                              per step, weights made contiguous once  (N, H) each
+            r, z, n, h_{k+1} from GX_k and GH as in ``forward``, each written in place into its (T, N, H) array.
         """
         X = np.asarray(X, dtype=self.dtype)
         steps = Steps(X, lengths, reverse)
@@ -180,97 +182,102 @@ class GRUCell(RecurrentCell):
         X = steps.order(X)
         # BEGIN SOLUTION
         T, N, H = steps.T, steps.N, self.hidden_size
-        p, dt = self.params, self.dtype
+        p, dt, recording = self.params, self.dtype, is_recording()
         X2 = X.reshape(T * N, self.input_size)                     # TN,I  (a copy in reverse)
-        GX = (X2 @ transposed(p["weight_ih"])).reshape(T, N, 3 * H)          # x W_ihᵀ for every step
+        GX = np.matmul(X2, gates_transposed(p["weight_ih"], 3)).reshape(3, T, N, H)     # x W_igᵀ, gate-major
+        b_hn = 0.0
         if self.bias:
-            GX += p["bias_ih"]
-            GX[:, :, :2 * H] += p["bias_hh"][:2 * H]                # b_hr, b_hz add like b_ir, b_iz
-        W_hhT = transposed(p["weight_hh"])                         # H,3H
+            GX += p["bias_ih"].reshape(3, 1, 1, H)
+            GX[:2] += p["bias_hh"][:2 * H].reshape(2, 1, 1, H)     # b_hr, b_hz add like b_ir, b_iz
+            b_hn = p["bias_hh"][2 * H:]
+        W_h = gates_transposed(p["weight_hh"], 3)                  # 3,H,H  W_hgᵀ
         S = np.empty((T + 1, N, H), dt)                            # h_0 … h_T (step order)
         S[0] = h0
-        GH = np.empty((T, N, 3 * H), dt)                           # h_k W_hhᵀ (+ b_hn on the n part)
-        RZ = np.empty((T, N, 2 * H), dt)                           # r | z
-        NN = np.empty((T, N, H), dt)                               # n
+        RZ = np.empty((2, T, N, H), dt)                            # r, z
+        NN, GN = np.empty((T, N, H), dt), np.empty((T, N, H), dt)  # n, g_n = h W_hnᵀ + b_hn
+        dz_factor = np.empty((T, N, H), dt) if recording else None
+        gh, one_minus = np.empty((3, N, H), dt), np.empty((N, H), dt)
         for k in range(T):
-            np.matmul(S[k], W_hhT, out=GH[k])
-            g_n = GH[k, :, 2 * H:]
-            if self.bias:
-                g_n += p["bias_hh"][2 * H:]
-            a_rz = GX[k, :, :2 * H]
-            a_rz += GH[k, :, :2 * H]
-            F.sigmoid(a_rz, out=RZ[k])                             # r, z = σ(a_r), σ(a_z)
-            n = NN[k]
-            np.multiply(RZ[k, :, :H], g_n, out=n)
-            n += GX[k, :, 2 * H:]
+            np.matmul(S[k], W_h, out=gh)                           # h W_hgᵀ for the three gates
+            rz = RZ[:, k]
+            np.add(GX[:2, k], gh[:2], out=rz)
+            F.sigmoid(rz, out=rz)                                  # r, z = σ(a_r), σ(a_z)
+            r, z, n, g_n = RZ[0, k], RZ[1, k], NN[k], GN[k]
+            np.add(gh[2], b_hn, out=g_n)
+            np.multiply(r, g_n, out=n)
+            n += GX[2, k]
             np.tanh(n, out=n)                                      # n = tanh(a_n + r ⊙ g_n)
             h = S[k + 1]
             np.subtract(S[k], n, out=h)
-            h *= RZ[k, :, H:]
+            h *= z
             h += n                                                 # h' = n + z ⊙ (h − n)
+            if recording:
+                # Backward, given d = dL/dh_{k+1}; the factors of d are made here, while the step is in cache:
+                #     da_n = d ⊙ (1 − z)(1 − n²)      da_z = d ⊙ (h − n) z(1 − z)
+                #     da_r = da_n ⊙ g_n r(1 − r)       dg_n = da_n ⊙ r
+                #     dh_k = da_r W_hr + da_z W_hz + dg_n W_hn + d ⊙ z
+                np.subtract(1.0, z, out=one_minus)
+                dz = dz_factor[k]
+                np.subtract(S[k], n, out=dz)
+                dz *= z
+                dz *= one_minus                                    # (h − n) z(1 − z)
+                np.multiply(n, n, out=n)
+                np.subtract(1.0, n, out=n)
+                n *= one_minus                                     # (1 − z)(1 − n²), over n
+                np.subtract(1.0, r, out=one_minus)
+                g_n *= r
+                g_n *= one_minus                                   # g_n r(1 − r), over g_n
             steps.keep_state(h, S[k], k)
         Y = steps.outputs(S)
-        if is_recording():
-            # Backward, given d = dL/dh_{k+1} at step k; the factors of d are computed here for all steps:
-            #     da_n = d ⊙ (1 − z)(1 − n²)       da_z = d ⊙ (h − n) z(1 − z)
-            #     da_r = da_n ⊙ g_n r(1 − r)        dg_n = da_n ⊙ r        dh_k = [da_r | da_z | dg_n] W_hh + d ⊙ z
-            # A step past a sequence's end has zero da (its factors are masked) and dh_k = d (z set to 1).
-            R, Z = RZ[:, :, :H], RZ[:, :, H:]
-            one_minus = np.subtract(1.0, Z)                        # 1 − z
-            dz_factor = np.subtract(S[:-1], NN)
-            dz_factor *= Z
-            dz_factor *= one_minus                                 # (h − n) z(1 − z)
-            dn_factor = NN
-            np.multiply(NN, NN, out=dn_factor)
-            np.subtract(1.0, dn_factor, out=dn_factor)
-            dn_factor *= one_minus                                 # (1 − z)(1 − n²), over n's array
-            dr_factor = GH[:, :, 2 * H:]
-            np.subtract(1.0, R, out=one_minus)
-            dr_factor *= R
-            dr_factor *= one_minus                                 # g_n r(1 − r), over g_n's array
-            self._record(SequenceRecord(steps=steps, X2=X2, S=S, R=R, dn_factor=steps.mask(dn_factor),
-                                        dz_factor=steps.mask(dz_factor), dr_factor=dr_factor,
-                                        h_factor=steps.pass_through(Z)))
+        if recording:
+            # past a sequence's end every da is 0 (the factors are masked) and dh_k = d (z is set to 1)
+            self._record(SequenceRecord(steps=steps, X2=X2, S=S, r=RZ[0], dn_factor=steps.mask(NN),
+                                        dz_factor=steps.mask(dz_factor), dr_factor=GN,
+                                        h_factor=steps.pass_through(RZ[1])))
         return Y, S[T].copy()
         # END SOLUTION
 
     def sequence_backward(self, dY, d_state_T):
         """Backward of ``sequence_forward``: returns ``(dX (T, N, I), dh_0 (N, H))`` and adds to ``self.grads``
-        what T calls of ``backward`` add. Per step only the recurrent product and a few in-place products run;
-        the input gradient and every weight gradient are one product each over all steps."""
+        what T calls of ``backward`` add. Per step only the recurrent products and a few in-place products run;
+        the input gradient and every weight gradient are one product per gate over all steps."""
         record = pop_sequence_record(self)
         steps = record.steps
         dY = steps.output_gradient(np.asarray(dY, dtype=self.dtype))
         (carry,) = state_gradient(d_state_T, [(steps.N, self.hidden_size)], self.dtype)
         # BEGIN SOLUTION
         T, N, H = steps.T, steps.N, self.hidden_size
-        p, g = self.params, self.grads
-        DH = np.empty((T, N, 3 * H), self.dtype)                  # [da_r | da_z | dg_n] = d(h W_hhᵀ + b_hh)
-        DN = np.empty((T, N, H), self.dtype)                       # da_n; d(x W_ihᵀ + b_ih) = [da_r | da_z | da_n]
-        d = np.empty((N, H), self.dtype)
+        p, g, dt = self.params, self.grads, self.dtype
+        DA = np.empty((3, T, N, H), dt)                            # da_r, da_z, da_n: d(x W_igᵀ + b_ig)
+        DG = np.empty((T, N, H), dt)                               # dg_n; d(h W_hgᵀ + b_hg) = da_r, da_z, dg_n
+        W_h = gate_rows(p["weight_hh"], 3)                         # 3,H,H  W_hg
+        d, scratch = np.empty((N, H), dt), np.empty((N, H), dt)
         for k in reversed(range(T)):
             np.add(dY[k], carry, out=d)                            # dL/dh_{k+1}: from the output and from step k+1
-            np.multiply(d, record.dn_factor[k], out=DN[k])
-            np.multiply(d, record.dz_factor[k], out=DH[k, :, H:2 * H])
-            np.multiply(DN[k], record.dr_factor[k], out=DH[k, :, :H])
-            np.multiply(DN[k], record.R[k], out=DH[k, :, 2 * H:])
-            np.matmul(DH[k], p["weight_hh"], out=carry)            # through the gates
+            da_r, da_z, da_n = DA[:, k]
+            np.multiply(d, record.dn_factor[k], out=da_n)
+            np.multiply(d, record.dz_factor[k], out=da_z)
+            np.multiply(da_n, record.dr_factor[k], out=da_r)
+            np.multiply(da_n, record.r[k], out=DG[k])
+            sum_of_products([(da_r, W_h[0]), (da_z, W_h[1]), (DG[k], W_h[2])], carry, scratch)    # through gates
             d *= record.h_factor[k]
             carry += d                                             # and directly: dh'/dh = z
-        DH2, DN2 = DH.reshape(T * N, 3 * H), DN.reshape(T * N, H)
-        g["weight_ih"][:2 * H] += DH2[:, :2 * H].T @ record.X2
-        g["weight_ih"][2 * H:] += DN2.T @ record.X2
-        g["weight_hh"] += DH2.T @ record.S[:-1].reshape(T * N, H)
+        TN = T * N
+        dA_x, dA_h = DA.reshape(3, TN, H), (DA[0].reshape(TN, H), DA[1].reshape(TN, H), DG.reshape(TN, H))
+        g_ih, g_hh = gate_rows(g["weight_ih"], 3), gate_rows(g["weight_hh"], 3)
+        h_prev = record.S[:-1].reshape(TN, H)
+        for gate in range(3):
+            g_ih[gate] += dA_x[gate].T @ record.X2
+            g_hh[gate] += dA_h[gate].T @ h_prev
         if self.bias:
-            dh_sums = DH2.sum(axis=0)
-            g["bias_hh"] += dh_sums
-            g["bias_ih"][:2 * H] += dh_sums[:2 * H]
-            g["bias_ih"][2 * H:] += DN2.sum(axis=0)
-        dX = DH2[:, :2 * H] @ p["weight_ih"][:2 * H]
-        dX += DN2 @ p["weight_ih"][2 * H:]
+            sums = dA_x.sum(axis=1)                                # 3,H
+            g["bias_ih"] += sums.reshape(3 * H)
+            g["bias_hh"][:2 * H] += sums[:2].reshape(2 * H)
+            g["bias_hh"][2 * H:] += dA_h[2].sum(axis=0)
+        dX = sum_of_products(list(zip(dA_x, gate_rows(p["weight_ih"], 3))), np.empty((TN, self.input_size), dt),
+                             np.empty((TN, self.input_size), dt))
         return steps.order(dX.reshape(T, N, self.input_size)), carry
         # END SOLUTION
-
 
 for _alias in COURSE_ORDER:
     setattr(GRUCell, _alias, _param_view(_alias))

@@ -24,7 +24,8 @@ import numpy as np
 from mytorch import functional as F
 from mytorch.grad_mode import is_recording
 from mytorch.nn.cell import Cache, RecurrentCell
-from mytorch.nn.fast_path import SequenceRecord, Steps, batched_state, pop_sequence_record, state_gradient, transposed
+from mytorch.nn.fast_path import (SequenceRecord, Steps, batched_state, gate_rows, gates_transposed, pop_sequence_record,
+                                  state_gradient, sum_of_products)
 from mytorch.nn.init import constant, uniform, zeros
 
 
@@ -192,13 +193,14 @@ class TGRUCell(RecurrentCell):
             for k in range(T):                                     # idle: the memory is kept, not replaced by x
                 np.copyto(M[k + 1], M[k], where=steps.idle[k])
         X2, M2 = X.reshape(T * N, I), M[:-1].reshape(T * N, I)
-        A = (X2 @ transposed(p["weight_ih"])).reshape(T, N, 3 * H)
-        A += (M2 @ transposed(p["weight_hh"])).reshape(T, N, 3 * H)
+        A = np.matmul(X2, gates_transposed(p["weight_ih"], 3))    # 3,TN,H  gate-major: each gate contiguous
+        A += np.matmul(M2, gates_transposed(p["weight_hh"], 3))
+        A = A.reshape(3, T, N, H)
         if self.use_bias:
-            A += p["bias_ih"]
+            A += p["bias_ih"].reshape(3, 1, 1, H)
         if self.use_recurrent_bias:
-            A += p["bias_hh"]
-        Z, Fg, O = A[:, :, :H], A[:, :, H:2 * H], A[:, :, 2 * H:]
+            A += p["bias_hh"].reshape(3, 1, 1, H)
+        Z, Fg, O = A
         F.sigmoid(Fg, out=Fg)                                      # f = σ(A_f), in place
         np.tanh(O, out=O)                                          # o = tanh(A_o), in place
         B = steps.mask(Z * O)                                      # z ⊙ o, zero when idle
@@ -228,8 +230,8 @@ class TGRUCell(RecurrentCell):
                                           self.dtype)
         # BEGIN SOLUTION
         # Backward, with D_k = dL/dh_{k+1} from the scan D_k = dY_k + D_{k+1} ⊙ f_{k+1}:
-        #     dA = [D ⊙ o | D ⊙ h f(1 − f) | D ⊙ z(1 − o²)]        (T, N, 3H), zero at idle steps
-        #     dW_ih += dAᵀ X,  dW_hh += dAᵀ M,  db += Σ dA,  dX = dA W_ih,  dM = dA W_hh
+        #     dA_z, dA_f, dA_o = D ⊙ o, D ⊙ h f(1 − f), D ⊙ z(1 − o²)     (T, N, H) each, zero at idle steps
+        #     per gate: dW_ig += dA_gᵀ X,  dW_hg += dA_gᵀ M,  db_g += Σ dA_g,  dX = Σ_g dA_g W_ig,  dM = Σ_g dA_g W_hg
         # and the memory's gradient runs back one step: x_k is the memory of step k+1 (or m_T).
         T, N, H, I = steps.T, steps.N, self.hidden_size, self.input_size
         p, g, A = self.params, self.grads, record.A
@@ -238,26 +240,31 @@ class TGRUCell(RecurrentCell):
             np.add(dY[k], carry_h, out=D[k])
             np.multiply(D[k], record.keep[k], out=carry_h)         # dh'/dh = f (1 when idle)
         steps.mask(D)
-        Z, Fg, O = A[:, :, :H], A[:, :, H:2 * H], A[:, :, 2 * H:]
-        DA = np.empty((T, N, 3 * H), self.dtype)
-        np.multiply(D, O, out=DA[:, :, :H])                        # dh'/dz = o
-        df = DA[:, :, H:2 * H]
+        Z, Fg, O = A
+        DA = np.empty((3, T, N, H), self.dtype)                    # dA_z, dA_f, dA_o
+        np.multiply(D, O, out=DA[0])                               # dh'/dz = o
+        df = DA[1]
         np.multiply(D, record.S[:-1], out=df)                      # dh'/df = h
         df *= F.sigmoid_grad(Fg)                                   # df/dA_f = f(1 − f)
-        do = DA[:, :, 2 * H:]
+        do = DA[2]
         np.multiply(D, Z, out=do)                                  # dh'/do = z
         do *= F.tanh_grad(O)                                       # do/dA_o = 1 − o²
-        DA2 = DA.reshape(T * N, 3 * H)
-        g["weight_ih"] += DA2.T @ record.X2
-        g["weight_hh"] += DA2.T @ record.M[:-1].reshape(T * N, I)
+        TN = T * N
+        DA2, M2 = DA.reshape(3, TN, H), record.M[:-1].reshape(TN, I)
+        g_ih, g_hh = gate_rows(g["weight_ih"], 3), gate_rows(g["weight_hh"], 3)
+        for gate in range(3):
+            g_ih[gate] += DA2[gate].T @ record.X2
+            g_hh[gate] += DA2[gate].T @ M2
         if self.use_bias or self.use_recurrent_bias:
-            da_sum = DA2.sum(axis=0)
+            da_sum = DA2.sum(axis=1).reshape(3 * H)
             if self.use_bias:
                 g["bias_ih"] += da_sum
             if self.use_recurrent_bias:
                 g["bias_hh"] += da_sum
-        dX = (DA2 @ p["weight_ih"]).reshape(T, N, I)
-        dM = (DA2 @ p["weight_hh"]).reshape(T, N, I)               # gradient of each step's memory
+        dX = sum_of_products(list(zip(DA2, gate_rows(p["weight_ih"], 3))), np.empty((TN, I), self.dtype),
+                             np.empty((TN, I), self.dtype)).reshape(T, N, I)
+        dM = sum_of_products(list(zip(DA2, gate_rows(p["weight_hh"], 3))), np.empty((TN, I), self.dtype),
+                             np.empty((TN, I), self.dtype)).reshape(T, N, I)     # each step's memory
         if steps.idle is None:                                     # x_k is the memory of step k+1
             dX[:-1] += dM[1:]
             dX[-1] += carry_m
