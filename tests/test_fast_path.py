@@ -73,7 +73,7 @@ def compare(make, T, N, I, H, lengths, reverse, dtype, seed=0):
     rng = np.random.default_rng(seed)
     fast, ref = make(I, H, dtype), make(I, H, dtype)
     X = rng.standard_normal((T, N, I)).astype(dtype)
-    dY = rng.standard_normal((T, N, H)).astype(dtype)
+    dY = rng.standard_normal((T, N, ref.state_widths[0])).astype(dtype)           # Y is the state's h
     state0, d_state_T = random_state(ref, N, rng), random_state(ref, N, rng)
     expected = per_step(ref, X, state0, lengths, reverse, dY, d_state_T)
     lengths = None if lengths is None else np.array(lengths)
@@ -139,7 +139,7 @@ def test_none_state_gradient_and_accumulation(cell):
     rng = np.random.default_rng(4)
     T, N, I, H = 3, 2, 3, 4
     fast, ref = CELLS[cell](I, H, np.float64), CELLS[cell](I, H, np.float64)
-    X, dY = rng.standard_normal((T, N, I)), rng.standard_normal((T, N, H))
+    X, dY = rng.standard_normal((T, N, I)), rng.standard_normal((T, N, ref.state_widths[0]))
     zeros = tuple(np.zeros((N, w)) for w in ref.state_widths)
     state0 = random_state(ref, N, rng)
     expected = per_step(ref, X, state0, None, False, dY, zeros)

@@ -98,13 +98,13 @@ class RNNCell(RecurrentCell):
         X = steps.order(X)
         # BEGIN SOLUTION
         T, N, H = steps.T, steps.N, self.hidden_size
-        p = self.params
+        p, dt = self.params, self.dtype
         X2 = X.reshape(T * N, self.input_size)                     # TN,I  (a copy in reverse)
         PX = (X2 @ transposed(p["weight_ih"])).reshape(T, N, H)
         if self.bias:
             PX += p["bias_ih"] + p["bias_hh"]
         W_hhT = transposed(p["weight_hh"])                         # H,H
-        S = np.empty((T + 1, N, H), self.dtype)                    # h_0 … h_T (step order)
+        S = np.empty((T + 1, N, H), dt)                            # h_0 … h_T (step order)
         S[0] = h0
         for k in range(T):
             h = S[k + 1]
@@ -134,9 +134,9 @@ class RNNCell(RecurrentCell):
         (carry,) = state_gradient(d_state_T, [(steps.N, self.hidden_size)], self.dtype)
         # BEGIN SOLUTION
         T, N, H = steps.T, steps.N, self.hidden_size
-        p, g = self.params, self.grads
-        DA = np.empty((T, N, H), self.dtype)                       # da = d(x W_ihᵀ + h W_hhᵀ + biases)
-        d = np.empty((N, H), self.dtype)
+        p, g, dt = self.params, self.grads, self.dtype
+        DA = np.empty((T, N, H), dt)                               # da = d(x W_ihᵀ + h W_hhᵀ + biases)
+        d = np.empty((N, H), dt)
         for k in reversed(range(T)):
             np.add(dY[k], carry, out=d)                            # dL/dh_{k+1}
             np.multiply(d, record.da_factor[k], out=DA[k])
