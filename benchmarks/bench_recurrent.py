@@ -49,6 +49,15 @@ def _data(cell, T, N, I, H, dtype, directions):
             rng.standard_normal((T, N, H * directions)).astype(dtype))
 
 
+def _cells_and_data(cell, T, N, I, H, dtype, bidirectional):
+    """One cell object per direction and the data (X, dY), or None when this version has no such cell."""
+    cls = _cell_class(cell)
+    if cls is None:
+        return None
+    directions = 2 if bidirectional else 1
+    return ([cls(I, H, dtype=dtype, rng=d) for d in range(directions)],) + _data(cell, T, N, I, H, dtype, directions)
+
+
 def _zero_state(cell_object, N):
     parts = tuple(np.zeros((N, w), cell_object.dtype) for w in cell_object.state_widths)
     return parts[0] if len(parts) == 1 else parts
@@ -56,12 +65,11 @@ def _zero_state(cell_object, N):
 
 def fast(cell, T, N, I, H, dtype, bidirectional=False):
     """The fast path, one cell per direction; outputs concatenated on features as a bidirectional layer does."""
-    cls = _cell_class(cell)
-    if cls is None:
+    made = _cells_and_data(cell, T, N, I, H, dtype, bidirectional)
+    if made is None:
         return None
-    directions = 2 if bidirectional else 1
-    cells = [cls(I, H, dtype=dtype, rng=d) for d in range(directions)]
-    X, dY = _data(cell, T, N, I, H, dtype, directions)
+    cells, X, dY = made
+    directions = len(cells)
     state0 = [_zero_state(c, N) for c in cells]
     try:
         cells[0].sequence_forward(X[:1], state0[0])
@@ -97,12 +105,10 @@ def layer(cell, T, N, I, H, dtype, bidirectional=False):
 
 def per_step(cell, T, N, I, H, dtype, bidirectional=False):
     """The students' path: one cell object per direction, T forwards then T backwards (BPTT by hand)."""
-    cls = _cell_class(cell)
-    if cls is None:
+    made = _cells_and_data(cell, T, N, I, H, dtype, bidirectional)
+    if made is None:
         return None
-    directions = 2 if bidirectional else 1
-    cells = [cls(I, H, dtype=dtype, rng=d) for d in range(directions)]
-    X, dY = _data(cell, T, N, I, H, dtype, directions)
+    cells, X, dY = made
     two = len(cells[0].state_names) == 2
 
     def run():

@@ -114,6 +114,25 @@ def state_gradient(d_state, shapes, dtype):
     return tuple(np.zeros(shape, dtype) if p is None else np.array(p, dtype=dtype) for p, shape in zip(parts, shapes))
 
 
+def begin_forward(cell, X, state0, lengths, reverse):
+    """What every ``sequence_forward`` starts with: returns ``(steps, X, state parts, which parts were None)``,
+    X (T, N, I) of the cell's dtype in step order and the state as fresh (N, width) arrays."""
+    X = np.asarray(X, dtype=cell.dtype)
+    steps = Steps(X, lengths, reverse)
+    parts, defaulted = batched_state(cell, state0, steps.N)
+    return steps, steps.order(X), parts, defaulted
+
+
+def begin_backward(cell, dY, d_state_T):
+    """What every ``sequence_backward`` starts with: returns ``(record, steps, dY, d_state parts)``, dY in step
+    order and zero at idle steps, d_state_T as fresh (N, width) arrays (zeros for None)."""
+    record = pop_sequence_record(cell)
+    steps = record.steps
+    dY = steps.output_gradient(np.asarray(dY, dtype=cell.dtype))
+    d_parts = state_gradient(d_state_T, [(steps.N, w) for w in cell.state_widths], cell.dtype)
+    return record, steps, dY, d_parts
+
+
 def pop_sequence_record(cell):
     """Pop the newest record, which must come from ``sequence_forward``."""
     record = cell._pop("sequence_backward")

@@ -18,8 +18,8 @@ import numpy as np
 from mytorch import functional as F
 from mytorch.grad_mode import is_recording
 from mytorch.nn.cell import Cache, RecurrentCell
-from mytorch.nn.fast_path import (SequenceRecord, Steps, batched_state, gate_rows, gates_transposed, pop_sequence_record,
-                                  state_gradient, sum_of_products)
+from mytorch.nn.fast_path import (SequenceRecord, begin_backward, begin_forward, gate_rows, gates_transposed,
+                                  sum_of_products)
 from mytorch.nn.init import uniform
 
 
@@ -111,10 +111,7 @@ class GMUCell(RecurrentCell):
             A_g  = GX_g + h_k W_hgᵀ               per step, weights made contiguous once    (N, H) each
             i, m, o and (h_{k+1}, c_{k+1}) from A and c_k as in ``forward``, in place.
         """
-        X = np.asarray(X, dtype=self.dtype)
-        steps = Steps(X, lengths, reverse)
-        (h0, c0), _ = batched_state(self, state0, steps.N)
-        X = steps.order(X)
+        steps, X, (h0, c0), _ = begin_forward(self, X, state0, lengths, reverse)
         # BEGIN SOLUTION
         T, N, H = steps.T, steps.N, self.hidden_size
         p, dt = self.params, self.dtype
@@ -178,10 +175,7 @@ class GMUCell(RecurrentCell):
         """Backward of ``sequence_forward``: returns ``(dX (T, N, I), (dh_0, dc_0))`` and adds to ``self.grads``
         what T calls of ``backward`` add. Per step the recurrent products and a few in-place products run; the
         input gradient and every weight gradient are one product (or one sum) per gate over all steps."""
-        record = pop_sequence_record(self)
-        steps = record.steps
-        dY = steps.output_gradient(np.asarray(dY, dtype=self.dtype))
-        carry_h, carry_c = state_gradient(d_state_T, [(steps.N, self.hidden_size)] * 2, self.dtype)
+        record, steps, dY, (carry_h, carry_c) = begin_backward(self, dY, d_state_T)
         # BEGIN SOLUTION
         T, N, H = steps.T, steps.N, self.hidden_size
         p, g, dt = self.params, self.grads, self.dtype

@@ -17,8 +17,7 @@ import numpy as np
 from mytorch import functional as F
 from mytorch.grad_mode import is_recording
 from mytorch.nn.cell import Cache, RecurrentCell
-from mytorch.nn.fast_path import (SequenceRecord, Steps, batched_state, pop_sequence_record, state_gradient,
-                                  sum_of_products, transposed)
+from mytorch.nn.fast_path import SequenceRecord, begin_backward, begin_forward, sum_of_products, transposed
 from mytorch.nn.init import constant, glorot_uniform
 
 
@@ -144,10 +143,7 @@ class GRUBlockCell(RecurrentCell):
             r, u = σ(GX_r,u + h_k w_r,u_h)        c = tanh(GX_c + (r ⊙ h_k) w_c_h)
             h_{k+1} = c + u ⊙ (h_k − c)           three products per step, in place
         """
-        X = np.asarray(X, dtype=self.dtype)
-        steps = Steps(X, lengths, reverse)
-        (h0,), _ = batched_state(self, state0, steps.N)
-        X = steps.order(X)
+        steps, X, (h0,), _ = begin_forward(self, X, state0, lengths, reverse)
         # BEGIN SOLUTION
         T, N, H, I = steps.T, steps.N, self.hidden_size, self.input_size
         p, dt, recording = self.params, self.dtype, is_recording()
@@ -207,10 +203,7 @@ class GRUBlockCell(RecurrentCell):
         """Backward of ``sequence_forward``: returns ``(dX (T, N, I), dh_0 (N, H))`` and adds to ``self.grads``
         what T calls of ``backward`` add. Per step three products and a few in-place products run; the input
         gradient and every weight gradient are one product per gate over all steps."""
-        record = pop_sequence_record(self)
-        steps = record.steps
-        dY = steps.output_gradient(np.asarray(dY, dtype=self.dtype))
-        (carry,) = state_gradient(d_state_T, [(steps.N, self.hidden_size)], self.dtype)
+        record, steps, dY, (carry,) = begin_backward(self, dY, d_state_T)
         # BEGIN SOLUTION
         T, N, H, I = steps.T, steps.N, self.hidden_size, self.input_size
         p, g, dt = self.params, self.grads, self.dtype

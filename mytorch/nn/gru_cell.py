@@ -22,8 +22,8 @@ import numpy as np
 from mytorch import functional as F
 from mytorch.grad_mode import is_recording
 from mytorch.nn.cell import Cache, RecurrentCell
-from mytorch.nn.fast_path import (SequenceRecord, Steps, batched_state, gate_rows, gates_transposed, pop_sequence_record,
-                                  state_gradient, sum_of_products)
+from mytorch.nn.fast_path import (SequenceRecord, begin_backward, begin_forward, gate_rows, gates_transposed,
+                                  sum_of_products)
 from mytorch.nn.init import uniform
 
 GATES = ("r", "z", "n")
@@ -176,10 +176,7 @@ class GRUCell(RecurrentCell):
             GH_g = h_k W_hgᵀ                              per step, weights made contiguous once  (N, H) each
             r, z, n, h_{k+1} from GX_k and GH as in ``forward``, each written in place into its (T, N, H) array.
         """
-        X = np.asarray(X, dtype=self.dtype)
-        steps = Steps(X, lengths, reverse)
-        (h0,), _ = batched_state(self, state0, steps.N)
-        X = steps.order(X)
+        steps, X, (h0,), _ = begin_forward(self, X, state0, lengths, reverse)
         # BEGIN SOLUTION
         T, N, H = steps.T, steps.N, self.hidden_size
         p, dt, recording = self.params, self.dtype, is_recording()
@@ -241,10 +238,7 @@ class GRUCell(RecurrentCell):
         """Backward of ``sequence_forward``: returns ``(dX (T, N, I), dh_0 (N, H))`` and adds to ``self.grads``
         what T calls of ``backward`` add. Per step only the recurrent products and a few in-place products run;
         the input gradient and every weight gradient are one product per gate over all steps."""
-        record = pop_sequence_record(self)
-        steps = record.steps
-        dY = steps.output_gradient(np.asarray(dY, dtype=self.dtype))
-        (carry,) = state_gradient(d_state_T, [(steps.N, self.hidden_size)], self.dtype)
+        record, steps, dY, (carry,) = begin_backward(self, dY, d_state_T)
         # BEGIN SOLUTION
         T, N, H = steps.T, steps.N, self.hidden_size
         p, g, dt = self.params, self.grads, self.dtype

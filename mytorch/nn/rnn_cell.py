@@ -10,7 +10,7 @@ import numpy as np
 from mytorch import functional as F
 from mytorch.grad_mode import is_recording
 from mytorch.nn.cell import Cache, RecurrentCell
-from mytorch.nn.fast_path import SequenceRecord, Steps, batched_state, pop_sequence_record, state_gradient, transposed
+from mytorch.nn.fast_path import SequenceRecord, begin_backward, begin_forward, transposed
 from mytorch.nn.init import uniform
 
 
@@ -92,10 +92,7 @@ class RNNCell(RecurrentCell):
             PX      = X W_ihᵀ + b_ih + b_hh         one product for all steps             (T, N, H)
             h_{k+1} = act(h_k W_hhᵀ + PX_k)         per step, W_hhᵀ made contiguous once  (N, H)
         """
-        X = np.asarray(X, dtype=self.dtype)
-        steps = Steps(X, lengths, reverse)
-        (h0,), _ = batched_state(self, state0, steps.N)
-        X = steps.order(X)
+        steps, X, (h0,), _ = begin_forward(self, X, state0, lengths, reverse)
         # BEGIN SOLUTION
         T, N, H = steps.T, steps.N, self.hidden_size
         p, dt = self.params, self.dtype
@@ -128,10 +125,7 @@ class RNNCell(RecurrentCell):
         """Backward of ``sequence_forward``: returns ``(dX (T, N, I), dh_0 (N, H))`` and adds to ``self.grads``
         what T calls of ``backward`` add. Per step only the recurrent product runs; the input gradient and
         every weight gradient are one product each over all steps."""
-        record = pop_sequence_record(self)
-        steps = record.steps
-        dY = steps.output_gradient(np.asarray(dY, dtype=self.dtype))
-        (carry,) = state_gradient(d_state_T, [(steps.N, self.hidden_size)], self.dtype)
+        record, steps, dY, (carry,) = begin_backward(self, dY, d_state_T)
         # BEGIN SOLUTION
         T, N, H = steps.T, steps.N, self.hidden_size
         p, g, dt = self.params, self.grads, self.dtype

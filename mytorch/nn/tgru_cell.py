@@ -24,8 +24,8 @@ import numpy as np
 from mytorch import functional as F
 from mytorch.grad_mode import is_recording
 from mytorch.nn.cell import Cache, RecurrentCell
-from mytorch.nn.fast_path import (SequenceRecord, Steps, batched_state, gate_rows, gates_transposed, pop_sequence_record,
-                                  state_gradient, sum_of_products)
+from mytorch.nn.fast_path import (SequenceRecord, begin_backward, begin_forward, gate_rows, gates_transposed,
+                                  sum_of_products)
 from mytorch.nn.init import constant, uniform, zeros
 
 
@@ -179,10 +179,7 @@ class TGRUCell(RecurrentCell):
         A None ``state0`` (or entry) is the initial state; with ``train_state`` / ``train_memory`` its gradient
         reaches ``grads['hidden_state']`` / ``grads['memory']``, as in ``forward``.
         """
-        X = np.asarray(X, dtype=self.dtype)
-        steps = Steps(X, lengths, reverse)
-        (h0, m0), defaulted = batched_state(self, state0, steps.N)
-        X = steps.order(X)
+        steps, X, (h0, m0), defaulted = begin_forward(self, X, state0, lengths, reverse)
         # BEGIN SOLUTION
         T, N, H, I = steps.T, steps.N, self.hidden_size, self.input_size
         p, dt = self.params, self.dtype
@@ -223,11 +220,7 @@ class TGRUCell(RecurrentCell):
         """Backward of ``sequence_forward``: returns ``(dX (T, N, I), (dh_0, dm_0))`` and adds to ``self.grads``
         what T calls of ``backward`` add. Only the scan of dh runs step by step; every gate gradient, the
         input gradient and every weight gradient are computed for all steps at once."""
-        record = pop_sequence_record(self)
-        steps = record.steps
-        dY = steps.output_gradient(np.asarray(dY, dtype=self.dtype))
-        carry_h, carry_m = state_gradient(d_state_T, [(steps.N, self.hidden_size), (steps.N, self.input_size)],
-                                          self.dtype)
+        record, steps, dY, (carry_h, carry_m) = begin_backward(self, dY, d_state_T)
         # BEGIN SOLUTION
         # Backward, with D_k = dL/dh_{k+1} from the scan D_k = dY_k + D_{k+1} ⊙ f_{k+1}:
         #     dA_z, dA_f, dA_o = D ⊙ o, D ⊙ h f(1 − f), D ⊙ z(1 − o²)     (T, N, H) each, zero at idle steps
