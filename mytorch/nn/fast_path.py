@@ -161,10 +161,11 @@ def gate_rows(W, gates):
     return W.reshape(gates, -1, W.shape[1])
 
 
-def sum_of_products(pairs, out, scratch):
-    """out = Σ A @ B over ``pairs``, through one scratch array of out's shape (no new arrays)."""
+def sum_of_products(pairs, out=None, scratch=None):
+    """Σ A @ B over ``pairs``, into ``out`` through ``scratch`` (arrays of the result's shape) when given, so that
+    a per-step call allocates nothing."""
     (A, B), rest = pairs[0], pairs[1:]
-    np.matmul(A, B, out=out)
+    out = A @ B if out is None else np.matmul(A, B, out=out)
     for A, B in rest:
-        out += np.matmul(A, B, out=scratch)
+        out += A @ B if scratch is None else np.matmul(A, B, out=scratch)
     return out

@@ -212,7 +212,6 @@ class GMUCell(RecurrentCell):
         peep_sum = (DA[1:] * record.C[:-1]).sum(axis=(1, 2))      # 2,H   Σ da_m ⊙ c, Σ da_o ⊙ c
         g["weight_ch_m"] += peep_sum[0]
         g["weight_ch_o"] += peep_sum[1]
-        dX = sum_of_products(list(zip(DA2, gate_rows(p["weight_ih"], 3))), np.empty((TN, self.input_size), dt),
-                             np.empty((TN, self.input_size), dt))
+        dX = sum_of_products(list(zip(DA2, gate_rows(p["weight_ih"], 3))))
         return steps.order(dX.reshape(T, N, self.input_size)), (carry_h, carry_c)
         # END SOLUTION

@@ -254,10 +254,8 @@ class TGRUCell(RecurrentCell):
                 g["bias_ih"] += da_sum
             if self.use_recurrent_bias:
                 g["bias_hh"] += da_sum
-        dX = sum_of_products(list(zip(DA2, gate_rows(p["weight_ih"], 3))), np.empty((TN, I), self.dtype),
-                             np.empty((TN, I), self.dtype)).reshape(T, N, I)
-        dM = sum_of_products(list(zip(DA2, gate_rows(p["weight_hh"], 3))), np.empty((TN, I), self.dtype),
-                             np.empty((TN, I), self.dtype)).reshape(T, N, I)     # each step's memory
+        dX = sum_of_products(list(zip(DA2, gate_rows(p["weight_ih"], 3)))).reshape(T, N, I)
+        dM = sum_of_products(list(zip(DA2, gate_rows(p["weight_hh"], 3)))).reshape(T, N, I)     # each step's memory
         if steps.idle is None:                                     # x_k is the memory of step k+1
             dX[:-1] += dM[1:]
             dX[-1] += carry_m
