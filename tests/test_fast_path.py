@@ -172,3 +172,12 @@ def test_backward_kinds_must_match():
     assert cell.pending_steps == 1                          # a rejected call consumes nothing
     with pytest.raises(RuntimeError, match="without a matching forward"):
         GRUCell(3, 4, rng=0).sequence_backward(np.ones((1, 2, 4)), None)
+
+
+def test_bad_input_names_the_cell_and_the_shape():
+    cell = GMUCell(3, 4, rng=0)
+    with pytest.raises(ValueError, match=r"GMUCell.sequence_forward: X has shape \(2, 5, 2\), expected \(T, N, 3\)"):
+        cell.sequence_forward(np.ones((2, 5, 2)), None)
+    with pytest.raises(ValueError, match="lengths must be an int array of shape"):
+        cell.sequence_forward(np.ones((2, 5, 3)), None, lengths=np.ones(5))
+    assert cell.pending_steps == 0

@@ -12,10 +12,11 @@ cell may define
         ``cell.grads`` exactly what T per-step backwards would add, returns dX (T, N, I) and d_state0.
 
 which compute what T calls of ``forward`` and ``backward`` compute, arranged for speed: the input projection of
-all steps in one matrix product, transposed weights made contiguous once per call, every step's values in
-preallocated arrays written in place, the factors the backward needs computed once for all steps, and each
-weight gradient as one matrix product over all steps. This module holds what all cells share; the math is in
-each cell's file.
+all steps as one matrix product per gate with the biases folded in, transposed weights made contiguous once per
+call, every step's values in arrays allocated once per call and written in place, laid out gate-major
+(G, T, N, H) so that each gate's block of a step is contiguous, the factors the backward needs computed in the
+forward's step loop while the step is in cache, and each weight gradient (and dX) as one product per gate over
+all steps. This module holds what all cells share; the math is in each cell's file.
 
 Step order: the cells run steps k = 0 … T-1, which is time t = k forward and t = T-1-k in reverse, so one
 loop serves both directions (``Steps.order`` turns time order into step order and back).
@@ -44,8 +45,6 @@ class Steps:
     """
 
     def __init__(self, X, lengths, reverse):
-        if X.ndim != 3:
-            raise ValueError(f"sequence_forward: X has shape {X.shape}, expected (T, N, I) (time-major, batched)")
         self.T, self.N = X.shape[:2]
         self.reverse = bool(reverse)
         self.active = self.idle = None
@@ -118,6 +117,9 @@ def begin_forward(cell, X, state0, lengths, reverse):
     """What every ``sequence_forward`` starts with: returns ``(steps, X, state parts, which parts were None)``,
     X (T, N, I) of the cell's dtype in step order and the state as fresh (N, width) arrays."""
     X = np.asarray(X, dtype=cell.dtype)
+    if X.ndim != 3 or X.shape[2] != cell.input_size:
+        raise ValueError(f"{type(cell).__name__}.sequence_forward: X has shape {X.shape}, expected "
+                         f"(T, N, {cell.input_size}) (time-major, batched)")
     steps = Steps(X, lengths, reverse)
     parts, defaulted = batched_state(cell, state0, steps.N)
     return steps, steps.order(X), parts, defaulted
