@@ -1,4 +1,4 @@
-"""The fastest NumPy GRU we know how to write, timed against mytorch's GRU and torch.nn.GRU in one run.
+"""A hand-fused NumPy GRU, timed against mytorch's GRU (per-step layer and fast path) and torch.nn.GRU in one run.
 
     python benchmarks/bench_fused_gru.py [--repeats 7] [--dtype float32]
 
@@ -6,15 +6,16 @@ Everything the performance issue lists is done here: the input projection of all
 the three weight-gradient products and dX; every per-step buffer is preallocated for the whole sequence and
 every elementwise update is in place. It is a benchmark peer, not part of mytorch (the cells keep the
 readable per-step code students write). Before timing, its outputs and gradients are checked against
-mytorch's GRU, so the times compare the same computation.
+mytorch's GRU, so the times compare the same computation. mytorch's own fast path (GRUCell.sequence_forward /
+sequence_backward) grew out of this file; it is timed here beside it. Every sample follows a pause (timing.py).
 """
 import argparse
 
 import numpy as np
 
-from bench_recurrent import median_seconds
 from mytorch.functional import sigmoid
 from mytorch.nn import GRU
+from timing import median_seconds
 
 try:
     import torch
@@ -114,7 +115,10 @@ def main():
     X, dY = rng.standard_normal((T, N, I)).astype(dtype), rng.standard_normal((T, N, H)).astype(dtype)
     layer = GRU(I, H, dtype=dtype, rng=3)
     fused = FusedGRU(layer.params, dtype)
+    cell, h0 = layer.cells[0], np.zeros((N, H), dtype)
     times = {"mytorch GRU": median_seconds(lambda: (layer.forward(X), layer.backward(dY)), args.repeats),
+             "GRUCell fast path": median_seconds(lambda: (cell.sequence_forward(X, h0), cell.sequence_backward(dY, None)),
+                                                 args.repeats),
              "fused NumPy GRU": median_seconds(lambda: (fused.forward(X), fused.backward(X, dY)), args.repeats)}
     if torch is not None:
         module = torch.nn.GRU(I, H).to(torch.float32 if dtype == np.float32 else torch.float64)
@@ -125,7 +129,7 @@ def main():
     print(f"GRU, T={T} N={N} I={I} H={H}, {args.dtype}, forward + backward (the fused version matches mytorch)")
     for name, seconds in times.items():
         ratio = f"  {seconds / times['torch.nn.GRU']:.2f} x torch.nn.GRU" if "torch.nn.GRU" in times else ""
-        print(f"  {name:16s} {seconds * 1e3:7.1f} ms  {flops / seconds / 1e9:6.1f} GFLOP/s{ratio}")
+        print(f"  {name:18s} {seconds * 1e3:7.1f} ms  {flops / seconds / 1e9:6.1f} GFLOP/s{ratio}")
 
 
 if __name__ == "__main__":

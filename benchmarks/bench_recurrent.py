@@ -1,120 +1,188 @@
-"""Forward + backward of mytorch's sequence layers against PyTorch and a naive NumPy version, in one run.
+"""Forward + backward of mytorch's recurrent cells over a whole sequence, against PyTorch and naive NumPy.
 
-    python benchmarks/bench_recurrent.py [--configs small large] [--dtypes float32 float64] [--repeats 7]
-                                          [--cells RNN GRU GRUBlock GMU TGRU] [--markdown]
+    python benchmarks/bench_recurrent.py [--configs small large] [--dtypes float32 float64]
+        [--cells RNN GRU GRUBlock GMU TGRU LSTM] [--bidirectional] [--rounds 7] [--pause 0.4]
+        [--threads N] [--clock wall|cpu] [--markdown]
 
-For each cell, dtype and configuration it times one forward and one backward over the whole sequence
-(medians of repeated runs, after a warm-up) for: mytorch's layer (fast path), mytorch's per-step cell loop
-(what students write: ``cell.forward`` T times then ``cell.backward`` T times), torch.nn.RNN/GRU where they
-exist, a torch autograd loop over the cell, and a naive NumPy version (benchmarks/peers.py). It reports the
-ratios mytorch / peer, mytorch's GFLOP/s and its fraction of this machine's NumPy GEMM peak, measured in the
-same run. Torch columns are left empty when torch is not installed.
+For each configuration, dtype and cell (one layer; both directions with ``--bidirectional``) it times, in
+interleaved rounds with a pause before every sample (see timing.py):
+
+- ``fast``: the cell's fast path, ``sequence_forward`` then ``sequence_backward`` per direction;
+- ``layer``: mytorch's sequence layer (it uses the fast path when it is wired in, else the per-step loop);
+- ``per-step``: what students write, one cell object, ``forward`` T times then ``backward`` T times;
+- the peers of peers.py: torch.nn.RNN/GRU/LSTM, a torch autograd loop over the cell, naive NumPy.
+
+It reports the fast path's time, every ratio fast/peer (below 1: the fast path is faster; medians of the
+per-round ratios), its GFLOP/s and its fraction of this machine's NumPy GEMM peak measured in the same run.
+A column is "—" where the peer does not exist (no torch.nn module for the cell, torch not installed, a cell
+without a fast path, a layer without ``bidirectional``).
 """
 import argparse
-import statistics
 import sys
-import time
 
-import numpy as np
+from timing import pin_threads_from_argv
 
-import peers
-from mytorch import nn
+THREADS = pin_threads_from_argv()                                  # before NumPy is imported
+
+import numpy as np                                                 # noqa: E402
+
+import peers                                                       # noqa: E402
+from mytorch import nn                                             # noqa: E402
+from timing import paired_ratio, rounds                            # noqa: E402
 
 CONFIGS = {"small": dict(T=50, N=8, I=32, H=64), "large": dict(T=100, N=64, I=128, H=256)}
-LAYERS = {"RNN": nn.RNN, "GRU": nn.GRU, "GRUBlock": nn.GRUBlock, "GMU": nn.GMU, "TGRU": nn.TGRU}
+CELLS = {"RNN": ("RNNCell", "RNN"), "GRU": ("GRUCell", "GRU"), "GRUBlock": ("GRUBlockCell", "GRUBlock"),
+         "GMU": ("GMUCell", "GMU"), "TGRU": ("TGRUCell", "TGRU"), "LSTM": ("LSTMCell", "LSTM")}
+PEERS = ("layer", "per-step", "torch.nn", "torch loop", "naive numpy")
 
 
-def median_seconds(run, repeats):
-    run()                                                    # warm-up: allocations, lazy init, caches
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+def _cell_class(cell):
+    try:
+        return getattr(nn, CELLS[cell][0])
+    except AttributeError:                                         # e.g. no LSTMCell in this version
+        return None
 
 
-def gemm_peak(dtype, repeats=5):
-    """The best GFLOP/s NumPy reaches here on large square-ish products (the machine's practical peak)."""
+def _data(cell, T, N, I, H, dtype, directions):
+    rng = np.random.default_rng(1)
+    return (rng.standard_normal((T, N, I)).astype(dtype),
+            rng.standard_normal((T, N, H * directions)).astype(dtype))
+
+
+def _cells_and_data(cell, T, N, I, H, dtype, bidirectional):
+    """One cell object per direction and the data (X, dY), or None when this version has no such cell."""
+    cls = _cell_class(cell)
+    if cls is None:
+        return None
+    directions = 2 if bidirectional else 1
+    return ([cls(I, H, dtype=dtype, rng=d) for d in range(directions)],) + _data(cell, T, N, I, H, dtype, directions)
+
+
+def _zero_state(cell_object, N):
+    parts = tuple(np.zeros((N, w), cell_object.dtype) for w in cell_object.state_widths)
+    return parts[0] if len(parts) == 1 else parts
+
+
+def fast(cell, T, N, I, H, dtype, bidirectional=False):
+    """The fast path, one cell per direction; outputs concatenated on features as a bidirectional layer does."""
+    made = _cells_and_data(cell, T, N, I, H, dtype, bidirectional)
+    if made is None:
+        return None
+    cells, X, dY = made
+    directions = len(cells)
+    state0 = [_zero_state(c, N) for c in cells]
+    try:
+        cells[0].sequence_forward(X[:1], state0[0])
+        cells[0].clear_tape()
+    except NotImplementedError:
+        return None
+
+    def run():
+        Y = [c.sequence_forward(X, s, None, d == 1)[0] for d, (c, s) in enumerate(zip(cells, state0))]
+        if directions == 2:
+            np.concatenate(Y, axis=2)
+        dX = [c.sequence_backward(dY[:, :, d * H:(d + 1) * H], None)[0] for d, c in enumerate(cells)]
+        sum(dX)
+    return run
+
+
+def layer(cell, T, N, I, H, dtype, bidirectional=False):
+    """mytorch's sequence layer (RNN, GRU, …) over one layer."""
+    cls = getattr(nn, CELLS[cell][1], None)
+    if cls is None:
+        return None
+    try:
+        module = cls(I, H, dtype=dtype, rng=0, **({"bidirectional": True} if bidirectional else {}))
+    except TypeError:                                              # a layer without bidirectional
+        return None
+    X, dY = _data(cell, T, N, I, H, dtype, 2 if bidirectional else 1)
+
+    def run():
+        module.forward(X)
+        module.backward(dY)
+    return run
+
+
+def per_step(cell, T, N, I, H, dtype, bidirectional=False):
+    """The students' path: one cell object per direction, T forwards then T backwards (BPTT by hand)."""
+    made = _cells_and_data(cell, T, N, I, H, dtype, bidirectional)
+    if made is None:
+        return None
+    cells, X, dY = made
+    two = len(cells[0].state_names) == 2
+
+    def run():
+        for d, one in enumerate(cells):
+            order = range(T - 1, -1, -1) if d else range(T)
+            state = None
+            for t in order:
+                state = one.forward(X[t], state)
+            grad, dy = None, dY[:, :, d * H:(d + 1) * H]
+            for t in reversed(order):
+                if two:
+                    grad = (dy[t] if grad is None else grad[0] + dy[t], None if grad is None else grad[1])
+                else:
+                    grad = dy[t] if grad is None else grad + dy[t]
+                _, grad = one.backward(grad)
+    return run
+
+
+def gemm_peak(dtype, count, pause, clock):
+    """The best GFLOP/s NumPy reaches here on large products (the machine's practical peak), median of rounds."""
     best = 0.0
     for m, k, n in ((2048, 2048, 2048), (6400, 384, 768), (4096, 1024, 1024)):
         a, b = np.ones((m, k), dtype), np.ones((k, n), dtype)
-        best = max(best, 2 * m * k * n / median_seconds(lambda: a @ b, repeats) / 1e9)
+        times = rounds({"gemm": lambda: a @ b}, count, pause, clock)["gemm"]
+        best = max(best, 2 * m * k * n / sorted(times)[len(times) // 2] / 1e9)
     return best
 
 
-def mytorch_layer(cell, T, N, I, H, dtype):
-    layer = LAYERS[cell](I, H, dtype=dtype, rng=0)
-    rng = np.random.default_rng(1)
-    X, dY = rng.standard_normal((T, N, I)).astype(dtype), rng.standard_normal((T, N, H)).astype(dtype)
-
-    def run():
-        layer.forward(X)
-        layer.backward(dY)
-    return run
-
-
-def mytorch_steps(cell, T, N, I, H, dtype):
-    """The per-step path: one cell object, T forwards then T backwards (BPTT by hand)."""
-    layer = LAYERS[cell](I, H, dtype=dtype, rng=0)
-    one = layer.cells[0]
-    rng = np.random.default_rng(1)
-    X, dY = rng.standard_normal((T, N, I)).astype(dtype), rng.standard_normal((T, N, H)).astype(dtype)
-    two = len(one.state_names) == 2
-
-    def run():
-        state = None
-        for t in range(T):
-            state = one.forward(X[t], state)
-        d = None
-        for t in reversed(range(T)):
-            if two:
-                d = (dY[t] if d is None else d[0] + dY[t], None if d is None else d[1])
-            else:
-                d = dY[t] if d is None else d + dY[t]
-            _, d = one.backward(d)
-    return run
-
-
-def measure(cells, configs, dtypes, repeats):
-    rows = []
-    peaks = {dtype: gemm_peak(dtype) for dtype in dtypes}
+def measure(cells, configs, dtypes, bidirectional, count, pause, clock):
+    rows, peaks = [], {dtype: gemm_peak(dtype, count, pause, clock) for dtype in dtypes}
     for config_name in configs:
         c = CONFIGS[config_name]
+        size = (c["T"], c["N"], c["I"], c["H"])
         for dtype in dtypes:
             for cell in cells:
-                times = {}
-                for name, make in (("mytorch", mytorch_layer), ("per-step", mytorch_steps), ("torch.nn", peers.torch_nn),
-                                   ("torch loop", peers.torch_loop), ("naive numpy", peers.naive)):
-                    run = make(cell, c["T"], c["N"], c["I"], c["H"], dtype)
-                    times[name] = median_seconds(run, repeats) if run is not None else None
-                gflops = peers.total_flops(cell, c["T"], c["N"], c["I"], c["H"]) / times["mytorch"] / 1e9
-                rows.append(dict(config=config_name, dtype=np.dtype(dtype).name, cell=cell, times=times, gflops=gflops,
-                                 peak=gflops / peaks[dtype]))
+                for both in ([False, True] if bidirectional else [False]):
+                    makers = {"fast": fast, "layer": layer, "per-step": per_step, "torch.nn": peers.torch_nn,
+                              "torch loop": peers.torch_loop, "naive numpy": peers.naive}
+                    runs = {name: make(cell, *size, dtype, both) for name, make in makers.items()}
+                    runs = {name: run for name, run in runs.items() if run is not None}
+                    if "fast" not in runs:
+                        print(f"skipping {config_name} {cell}: no fast path in this version", file=sys.stderr)
+                        continue
+                    times = rounds(runs, count, pause, clock)
+                    fast_seconds = sorted(times["fast"])[len(times["fast"]) // 2]
+                    gflops = peers.total_flops(cell, *size, 2 if both else 1) / fast_seconds / 1e9
+                    rows.append(dict(config=config_name, dtype=np.dtype(dtype).name, cell=cell,
+                                     directions=2 if both else 1, ms=fast_seconds * 1e3, gflops=gflops,
+                                     peak=gflops / peaks[dtype],
+                                     ratios={p: paired_ratio(times, "fast", p) if p in times else None
+                                             for p in PEERS}))
+                    print(f"measured {config_name} {rows[-1]['dtype']} {cell} x{rows[-1]['directions']}",
+                          file=sys.stderr, flush=True)
     return rows, peaks
 
 
-def ratio(rows_times, peer):
-    return None if rows_times[peer] is None else rows_times["mytorch"] / rows_times[peer]
-
-
 def table(rows, peaks, markdown=False):
-    head = ["config", "dtype", "cell", "mytorch ms", "per-step/mytorch", "/torch.nn", "/torch loop", "/naive numpy",
-            "GFLOP/s", "% GEMM peak"]
-    lines = []
-    fmt = (lambda cells: "| " + " | ".join(cells) + " |") if markdown else (lambda cells: "  ".join(f"{x:>14}" for x in cells))
-    lines.append(fmt(head))
-    if markdown:
-        lines.append("|" + "---|" * len(head))
+    head = ["config", "dtype", "cell", "dirs", "fast ms", "layer/fast", "per-step/fast", "fast/torch.nn",
+            "fast/torch loop", "fast/naive", "GFLOP/s", "% GEMM peak"]
+    fmt = (lambda cells: "| " + " | ".join(cells) + " |") if markdown else \
+        (lambda cells: "  ".join(f"{x:>13}" for x in cells))
+    lines = [fmt(head)] + (["|" + "---|" * len(head)] if markdown else [])
     for r in rows:
-        t = r["times"]
-        cells = [r["config"], r["dtype"], r["cell"], f"{t['mytorch'] * 1e3:.1f}", f"{t['per-step'] / t['mytorch']:.2f}"]
-        cells += ["—" if ratio(t, p) is None else f"{ratio(t, p):.2f}" for p in ("torch.nn", "torch loop", "naive numpy")]
-        cells += [f"{r['gflops']:.1f}", f"{100 * r['peak']:.0f}%"]
-        lines.append(fmt(cells))
+        q = r["ratios"]
+        # layer and per-step are shown as their time over the fast path's (the inverse of the stored ratio)
+        shown = ["—" if q["layer"] is None else f"{1 / q['layer']:.2f}",
+                 "—" if q["per-step"] is None else f"{1 / q['per-step']:.2f}"]
+        shown += ["—" if q[p] is None else f"{q[p]:.2f}" for p in ("torch.nn", "torch loop", "naive numpy")]
+        lines.append(fmt([r["config"], r["dtype"], r["cell"], str(r["directions"]), f"{r['ms']:.1f}", *shown,
+                          f"{r['gflops']:.1f}", f"{100 * r['peak']:.0f}%"]))
     peak_text = ", ".join(f"{np.dtype(d).name} {p:.0f} GFLOP/s" for d, p in peaks.items())
-    lines.append(f"\nNumPy GEMM peak measured in this run: {peak_text}. Ratios are mytorch time / peer time "
-                 "(below 1: mytorch is faster); per-step/mytorch is the students' per-step path over the layer.")
+    lines.append(f"\nNumPy GEMM peak measured in this run: {peak_text}. fast/peer: the fast path's time over the "
+                 "peer's (below 1: faster), the median of per-round ratios; layer/fast and per-step/fast: "
+                 "their time over the fast path's.")
     return "\n".join(lines)
 
 
@@ -122,13 +190,20 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--configs", nargs="+", default=["small", "large"], choices=sorted(CONFIGS))
     parser.add_argument("--dtypes", nargs="+", default=["float32", "float64"], choices=["float32", "float64"])
-    parser.add_argument("--cells", nargs="+", default=list(LAYERS), choices=list(LAYERS))
-    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--cells", nargs="+", default=list(CELLS), choices=list(CELLS))
+    parser.add_argument("--bidirectional", action="store_true", help="also time both directions")
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--pause", type=float, default=0.4, help="seconds of quiet before every sample")
+    parser.add_argument("--threads", type=int, help="threads for OpenBLAS and torch (read before NumPy loads)")
+    parser.add_argument("--clock", default="wall", choices=["wall", "cpu"])
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args(argv)
     if peers.torch is not None:
+        if args.threads:
+            peers.torch.set_num_threads(args.threads)
         print(f"torch {peers.torch.__version__}, {peers.torch.get_num_threads()} threads", file=sys.stderr)
-    rows, peaks = measure(args.cells, args.configs, [np.dtype(d).type for d in args.dtypes], args.repeats)
+    rows, peaks = measure(args.cells, args.configs, [np.dtype(d).type for d in args.dtypes], args.bidirectional,
+                          args.rounds, args.pause, args.clock)
     print(table(rows, peaks, args.markdown))
 
 

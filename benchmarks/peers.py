@@ -1,12 +1,13 @@
 """The peers mytorch's sequence layers are timed against (forward + backward over a whole sequence).
 
-- ``torch_nn``: torch.nn.RNN / torch.nn.GRU on the CPU (the other cells have no torch.nn module).
+- ``torch_nn``: torch.nn.RNN / torch.nn.GRU / torch.nn.LSTM on the CPU (the other cells have no torch.nn module).
 - ``torch_loop``: a torch autograd loop over a cell written as the PyTorch forum question writes its GMU (fused weight_ih /
   weight_hh, chunk, elementwise gates), for every cell.
 - ``naive``: a plain NumPy version with one matrix per gate, each step's gradients accumulated inside the
   backward loop, and fresh arrays everywhere: how the cells are usually first written.
 
-Each peer returns a callable that runs forward and backward once; every one computes the same function.
+Each peer returns a callable that runs forward and backward once (both directions with ``bidirectional``);
+every one computes the same function. A peer that does not exist for a cell returns None.
 """
 import numpy as np
 
@@ -15,7 +16,7 @@ try:
 except ImportError:            # the torch columns are skipped
     torch = None
 
-GATES = {"RNN": 1, "GRU": 3, "GRUBlock": 3, "GMU": 3, "TGRU": 3}
+GATES = {"RNN": 1, "GRU": 3, "GRUBlock": 3, "GMU": 3, "TGRU": 3, "LSTM": 4}
 
 
 def forward_flops(cell, T, N, I, H):
@@ -24,21 +25,23 @@ def forward_flops(cell, T, N, I, H):
     return 2 * T * N * (I + recurrent_in) * GATES[cell] * H
 
 
-def total_flops(cell, T, N, I, H):
-    return 3 * forward_flops(cell, T, N, I, H)
+def total_flops(cell, T, N, I, H, directions=1):
+    """Forward + backward (the backward's products are twice the forward's), over every direction."""
+    return 3 * forward_flops(cell, T, N, I, H) * directions
 
 
 # --------------------------------------------------------------------------------------------------
 # torch
 
 
-def torch_nn(cell, T, N, I, H, dtype):
-    if torch is None or cell not in ("RNN", "GRU"):
+def torch_nn(cell, T, N, I, H, dtype, bidirectional=False):
+    modules = {"RNN": "RNN", "GRU": "GRU", "LSTM": "LSTM"}
+    if torch is None or cell not in modules:
         return None
     tdtype = torch.float32 if dtype == np.float32 else torch.float64
-    module = (torch.nn.RNN if cell == "RNN" else torch.nn.GRU)(I, H).to(tdtype)
+    module = getattr(torch.nn, modules[cell])(I, H, bidirectional=bidirectional).to(tdtype)
     X = torch.randn(T, N, I, dtype=tdtype, requires_grad=True)
-    dY = torch.randn(T, N, H, dtype=tdtype)
+    dY = torch.randn(T, N, H * (2 if bidirectional else 1), dtype=tdtype)
 
     def run():
         Y, _ = module(X)
@@ -75,6 +78,11 @@ def _torch_step(cell, p, x, state, H):
         a = x @ p["w_ih"].t() + p["b_ih"] + mem @ p["w_hh"].t() + p["b_hh"]
         z, f, o = a.chunk(3, 1)
         return (torch.sigmoid(f) * h + z * torch.tanh(o), x)
+    if cell == "LSTM":
+        h, c = state
+        i, f, g, o = (x @ p["w_ih"].t() + p["b_ih"] + h @ p["w_hh"].t() + p["b_hh"]).chunk(4, 1)
+        c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+        return (torch.sigmoid(o) * torch.tanh(c), c)
     raise KeyError(cell)
 
 
@@ -89,25 +97,31 @@ def _shapes(cell, I, H):
 
 
 def _initial_state(cell, N, I, H, zeros):
-    return {"GMU": (zeros(N, H), zeros(N, H)), "TGRU": (zeros(N, H), zeros(N, I))}.get(cell, (zeros(N, H),))
+    two = {"GMU": (zeros(N, H), zeros(N, H)), "TGRU": (zeros(N, H), zeros(N, I)), "LSTM": (zeros(N, H), zeros(N, H))}
+    return two.get(cell, (zeros(N, H),))
 
 
-def torch_loop(cell, T, N, I, H, dtype):
+def torch_loop(cell, T, N, I, H, dtype, bidirectional=False):
     if torch is None:
         return None
     tdtype = torch.float32 if dtype == np.float32 else torch.float64
     bound = 1 / np.sqrt(H)
-    p = {k: (torch.rand(s, dtype=tdtype) * 2 * bound - bound).requires_grad_() for k, s in _shapes(cell, I, H).items()}
+    directions = 2 if bidirectional else 1
+    params = [{k: (torch.rand(s, dtype=tdtype) * 2 * bound - bound).requires_grad_()
+               for k, s in _shapes(cell, I, H).items()} for _ in range(directions)]
     X = torch.randn(T, N, I, dtype=tdtype, requires_grad=True)
-    dY = torch.randn(T, N, H, dtype=tdtype)
+    dY = torch.randn(T, N, H * directions, dtype=tdtype)
 
     def run():
-        state = _initial_state(cell, N, I, H, lambda *s: torch.zeros(*s, dtype=tdtype))
-        outputs = []
-        for t in range(T):
-            state = _torch_step(cell, p, X[t], state, H)
-            outputs.append(state[0])
-        torch.stack(outputs).backward(dY)
+        per_direction = []
+        for d, p in enumerate(params):
+            state = _initial_state(cell, N, I, H, lambda *s: torch.zeros(*s, dtype=tdtype))
+            outputs = [None] * T
+            for t in (reversed(range(T)) if d else range(T)):
+                state = _torch_step(cell, p, X[t], state, H)
+                outputs[t] = state[0]
+            per_direction.append(torch.stack(outputs))
+        torch.cat(per_direction, dim=2).backward(dY)
     return run
 
 
@@ -119,7 +133,21 @@ def _sig(a):
     return 1 / (1 + np.exp(-a))
 
 
-def naive(cell, T, N, I, H, dtype):
+def naive(cell, T, N, I, H, dtype, bidirectional=False):
+    if cell not in ("RNN", "GRU", "GRUBlock", "GMU", "TGRU"):
+        return None
+    one = _naive_one_direction(cell, T, N, I, H, dtype)
+    if not bidirectional:
+        return one
+    other = _naive_one_direction(cell, T, N, I, H, dtype)        # the same work on a second set of weights
+
+    def run():
+        one()
+        other()
+    return run
+
+
+def _naive_one_direction(cell, T, N, I, H, dtype):
     rng = np.random.default_rng(0)
     k = GATES[cell]
     W = [rng.uniform(-0.1, 0.1, (H, I)).astype(dtype) for _ in range(k)]

@@ -19,7 +19,10 @@ import math
 import numpy as np
 
 from mytorch import functional as F
+from mytorch.grad_mode import is_recording
 from mytorch.nn.cell import Cache, RecurrentCell
+from mytorch.nn.fast_path import (SequenceRecord, begin_backward, begin_forward, gate_rows, gates_transposed,
+                                  sum_of_products)
 from mytorch.nn.init import uniform
 
 
@@ -98,3 +101,120 @@ class GMUCell(RecurrentCell):
         dc = dh_t * (1.0 - m) + dc_t * o + da_m * p["weight_ch_m"] + da_o * p["weight_ch_o"]
         # END SOLUTION
         return self._finish_backward(cache, dx, (dh, dc))
+
+    # ----------------------------------------------------------------------------------------------
+    # the fast path over a whole sequence (used by the sequence layer; see mytorch.nn.fast_path)
+    def sequence_forward(self, X, state0, lengths=None, reverse=False):
+        """All T steps at once: returns ``(Y (T, N, H), (h_T, c_T))``, what T calls of ``forward`` return.
+
+        In step order k (time t = k, or T-1-k in reverse), gate by gate (g = i, m, o), with both peepholes as
+        one (2, H) array:
+
+            GX_g = X W_igᵀ + b_ig + b_hg          one product per gate for all steps       (T, N, H) each
+            A_g  = GX_g + h_k W_hgᵀ               per step, weights made contiguous once    (N, H) each
+            i, m, o and (h_{k+1}, c_{k+1}) from A and c_k as in ``forward``, in place.
+        """
+        steps, X, (h0, c0), _ = begin_forward(self, X, state0, lengths, reverse)
+        # BEGIN SOLUTION
+        T, N, H = steps.T, steps.N, self.hidden_size
+        p, dt = self.params, self.dtype
+        X2 = X.reshape(T * N, self.input_size)                     # TN,I  (a copy in reverse)
+        A = np.matmul(X2, gates_transposed(p["weight_ih"], 3)).reshape(3, T, N, H)    # gate-major
+        A += (p["bias_ih"] + p["bias_hh"]).reshape(3, 1, 1, H)
+        W_h = gates_transposed(p["weight_hh"], 3)                  # 3,H,H  W_hgᵀ
+        peep = np.stack([p["weight_ch_m"], p["weight_ch_o"]])[:, None, :]             # 2,1,H
+        S, C = np.empty((T + 1, N, H), dt), np.empty((T + 1, N, H), dt)                # h and c (step order)
+        S[0], C[0] = h0, c0
+        IN, MO = np.empty((T, N, H), dt), np.empty((2, T, N, H), dt)                   # i; m, o
+        gh, pc, work = np.empty((3, N, H), dt), np.empty((2, N, H), dt), np.empty((2, N, H), dt)
+        recording = is_recording()
+        if recording:
+            di_h, di_c, dm_factor, do_factor, h_carry = (np.empty((T, N, H), dt) for _ in range(5))
+        for k in range(T):
+            A[:, k] += np.matmul(S[k], W_h, out=gh)
+            np.tanh(A[0, k], out=IN[k])
+            A[1:, k] += np.multiply(C[k], peep, out=pc)            # w_ch_m ⊙ c, w_ch_o ⊙ c: the old c
+            F.sigmoid(A[1:, k], out=MO[:, k])
+            i, m, o = IN[k], MO[0, k], MO[1, k]
+            h, c = S[k + 1], C[k + 1]
+            np.subtract(i, C[k], out=h)
+            h *= m
+            h += C[k]                                              # h' = c + m ⊙ (i − c)
+            np.subtract(C[k], i, out=c)
+            c *= o
+            c += i                                                 # c' = i + o ⊙ (c − i)
+            if recording:
+                # Backward, given dh = dL/dh_{k+1} and dc = dL/dc_{k+1}; the factors are made here, in cache:
+                #     da_i = dh ⊙ m(1 − i²) + dc ⊙ (1 − o)(1 − i²)      da_m = dh ⊙ (i − c) m(1 − m)
+                #     da_o = dc ⊙ (c − i) o(1 − o)                        dh_k = da_i W_hi + da_m W_hm + da_o W_ho
+                #     dc_k = dh ⊙ (1 − m) + dc ⊙ o + da_m ⊙ w_ch_m + da_o ⊙ w_ch_o
+                tanh_grad, c_minus_i = work
+                np.multiply(i, i, out=tanh_grad)
+                np.subtract(1.0, tanh_grad, out=tanh_grad)         # 1 − i²
+                np.multiply(m, tanh_grad, out=di_h[k])
+                np.subtract(1.0, o, out=di_c[k])
+                di_c[k] *= tanh_grad                               # (1 − o)(1 − i²)
+                np.subtract(C[k], i, out=c_minus_i)
+                np.subtract(1.0, m, out=h_carry[k])                # 1 − m
+                np.multiply(m, h_carry[k], out=dm_factor[k])
+                dm_factor[k] *= c_minus_i
+                np.negative(dm_factor[k], out=dm_factor[k])        # (i − c) m(1 − m)
+                np.subtract(1.0, o, out=do_factor[k])
+                do_factor[k] *= o
+                do_factor[k] *= c_minus_i                          # (c − i) o(1 − o)
+            steps.keep_state(h, S[k], k)
+            steps.keep_state(c, C[k], k)
+        Y = steps.outputs(S)
+        if recording:
+            # past a sequence's end every da is 0, dh_k = dh and dc_k = dc (masked factors, o set to 1)
+            self._record(SequenceRecord(steps=steps, X2=X2, S=S, C=C, peep=peep,
+                                        di_h=steps.mask(di_h), di_c=steps.mask(di_c),
+                                        dm_factor=steps.mask(dm_factor), do_factor=steps.mask(do_factor),
+                                        h_carry=steps.mask(h_carry), c_carry=steps.pass_through(MO[1])))
+        return Y, (S[T].copy(), C[T].copy())
+        # END SOLUTION
+
+    def sequence_backward(self, dY, d_state_T):
+        """Backward of ``sequence_forward``: returns ``(dX (T, N, I), (dh_0, dc_0))`` and adds to ``self.grads``
+        what T calls of ``backward`` add. Per step the recurrent products and a few in-place products run; the
+        input gradient and every weight gradient are one product (or one sum) per gate over all steps."""
+        record, steps, dY, (carry_h, carry_c) = begin_backward(self, dY, d_state_T)
+        # BEGIN SOLUTION
+        T, N, H = steps.T, steps.N, self.hidden_size
+        p, g, dt = self.params, self.grads, self.dtype
+        W_h = gate_rows(p["weight_hh"], 3)                         # 3,H,H  W_hg
+        DA = np.empty((3, T, N, H), dt)                            # da_i, da_m, da_o
+        dh, dc, scratch = np.empty((N, H), dt), np.empty((N, H), dt), np.empty((N, H), dt)
+        peep_grad = np.empty((2, N, H), dt)
+        for k in reversed(range(T)):
+            np.add(dY[k], carry_h, out=dh)                         # dL/dh_{k+1}
+            dc[...] = carry_c                                      # dL/dc_{k+1}
+            da_i, da_m, da_o = DA[:, k]
+            np.multiply(dh, record.di_h[k], out=da_i)
+            da_i += np.multiply(dc, record.di_c[k], out=scratch)
+            np.multiply(dh, record.dm_factor[k], out=da_m)
+            np.multiply(dc, record.do_factor[k], out=da_o)
+            sum_of_products([(da_i, W_h[0]), (da_m, W_h[1]), (da_o, W_h[2])], carry_h, scratch)
+            np.multiply(dh, record.h_carry[k], out=carry_c)
+            carry_c += np.multiply(dc, record.c_carry[k], out=scratch)
+            np.multiply(DA[1:, k], record.peep, out=peep_grad)
+            carry_c += peep_grad[0]
+            carry_c += peep_grad[1]                                # through both peepholes
+            if steps.idle is not None:
+                dh *= steps.idle[k]
+                carry_h += dh                                      # idle: straight through
+        TN = T * N
+        DA2 = DA.reshape(3, TN, H)
+        g_ih, g_hh, h_prev = gate_rows(g["weight_ih"], 3), gate_rows(g["weight_hh"], 3), record.S[:-1].reshape(TN, H)
+        for gate in range(3):
+            g_ih[gate] += DA2[gate].T @ record.X2
+            g_hh[gate] += DA2[gate].T @ h_prev
+        sums = DA2.sum(axis=1).reshape(3 * H)
+        g["bias_ih"] += sums
+        g["bias_hh"] += sums
+        peep_sum = (DA[1:] * record.C[:-1]).sum(axis=(1, 2))      # 2,H   Σ da_m ⊙ c, Σ da_o ⊙ c
+        g["weight_ch_m"] += peep_sum[0]
+        g["weight_ch_o"] += peep_sum[1]
+        dX = sum_of_products(list(zip(DA2, gate_rows(p["weight_ih"], 3))))
+        return steps.order(dX.reshape(T, N, self.input_size)), (carry_h, carry_c)
+        # END SOLUTION

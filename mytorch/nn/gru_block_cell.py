@@ -15,7 +15,9 @@ that op has seven errata against its kernel; the assignment and the notebook sho
 import numpy as np
 
 from mytorch import functional as F
+from mytorch.grad_mode import is_recording
 from mytorch.nn.cell import Cache, RecurrentCell
+from mytorch.nn.fast_path import SequenceRecord, begin_backward, begin_forward, sum_of_products, transposed
 from mytorch.nn.init import constant, glorot_uniform
 
 
@@ -128,3 +130,108 @@ class GRUBlockCell(RecurrentCell):
         g["b_c"] += d_c_bar.sum(axis=0)
         # END SOLUTION
         return self._finish_backward(cache, d_x, (d_h_prev,))
+
+    # ----------------------------------------------------------------------------------------------
+    # the fast path over a whole sequence (used by the sequence layer; see mytorch.nn.fast_path)
+    def sequence_forward(self, X, state0, lengths=None, reverse=False):
+        """All T steps at once: returns ``(Y (T, N, H), h_T (N, H))``, what T calls of ``forward`` return.
+
+        With w_ru = [w_ru_x; w_ru_h] and w_c = [w_c_x; w_c_h] split by rows (x's I rows, then h's H rows) and
+        each gate's columns (r, u, c) taken apart, in step order k (time t = k, or T-1-k in reverse):
+
+            GX_g = X w_g_x + b_g                  one product per gate for all steps      (T, N, H) each
+            r, u = σ(GX_r,u + h_k w_r,u_h)        c = tanh(GX_c + (r ⊙ h_k) w_c_h)
+            h_{k+1} = c + u ⊙ (h_k − c)           three products per step, in place
+        """
+        steps, X, (h0,), _ = begin_forward(self, X, state0, lengths, reverse)
+        # BEGIN SOLUTION
+        T, N, H, I = steps.T, steps.N, self.hidden_size, self.input_size
+        p, dt, recording = self.params, self.dtype, is_recording()
+        W_x = np.stack([p["w_ru"][:I, :H], p["w_ru"][:I, H:], p["w_c"][:I]])           # 3,I,H  x rows of r, u, c
+        W_ru_h = np.stack([p["w_ru"][I:, :H], p["w_ru"][I:, H:]])                      # 2,H,H  h rows of r, u
+        w_c_h = p["w_c"][I:]                                                           # H,H
+        X2 = X.reshape(T * N, I)                                   # TN,I  (a copy in reverse)
+        GX = np.matmul(X2, W_x).reshape(3, T, N, H)
+        GX += np.concatenate([p["b_ru"], p["b_c"]]).reshape(3, 1, 1, H)
+        S = np.empty((T + 1, N, H), dt)                            # h_0 … h_T (step order)
+        S[0] = h0
+        RU = np.empty((2, T, N, H), dt)                            # r, u
+        RH, C = np.empty((T, N, H), dt), np.empty((T, N, H), dt)   # r ⊙ h_k, c
+        du_factor, dr_factor = (np.empty((T, N, H), dt), np.empty((T, N, H), dt)) if recording else (None, None)
+        gh, one_minus = np.empty((2, N, H), dt), np.empty((N, H), dt)
+        for k in range(T):
+            ru = RU[:, k]
+            np.add(GX[:2, k], np.matmul(S[k], W_ru_h, out=gh), out=ru)
+            F.sigmoid(ru, out=ru)
+            r, u, c = RU[0, k], RU[1, k], C[k]
+            np.multiply(r, S[k], out=RH[k])                        # reset before the product
+            np.matmul(RH[k], w_c_h, out=c)
+            c += GX[2, k]
+            np.tanh(c, out=c)
+            h = S[k + 1]
+            np.subtract(S[k], c, out=h)
+            h *= u
+            h += c                                                 # h' = u ⊙ h + (1 − u) ⊙ c
+            if recording:
+                # Backward, given d = dL/dh_{k+1}, with the kernel's names; the factors of d made here:
+                #     d_c̄ = d ⊙ (1 − u)(1 − c²)          d_ū = d ⊙ (h − c) u(1 − u)
+                #     d_hr = d_c̄ w_c_hᵀ                   d_r̄ = d_hr ⊙ h r(1 − r)
+                #     dh_k = d_r̄ w_r_hᵀ + d_ū w_u_hᵀ + d_hr ⊙ r + d ⊙ u
+                np.subtract(1.0, u, out=one_minus)
+                du = du_factor[k]
+                np.subtract(S[k], c, out=du)
+                du *= u
+                du *= one_minus                                    # (h − c) u(1 − u)
+                np.multiply(c, c, out=c)
+                np.subtract(1.0, c, out=c)
+                c *= one_minus                                     # (1 − u)(1 − c²), over c
+                dr = dr_factor[k]
+                np.subtract(1.0, r, out=dr)
+                dr *= r
+                dr *= S[k]                                         # h r(1 − r)
+            steps.keep_state(h, S[k], k)
+        Y = steps.outputs(S)
+        if recording:
+            # past a sequence's end d_c̄ = d_ū = 0 (masked factors) and dh_k = d (u is set to 1)
+            self._record(SequenceRecord(steps=steps, X2=X2, W_x=W_x, S=S, r=RU[0], RH=RH,
+                                        dc_factor=steps.mask(C), du_factor=steps.mask(du_factor),
+                                        dr_factor=dr_factor, h_factor=steps.pass_through(RU[1])))
+        return Y, S[T].copy()
+        # END SOLUTION
+
+    def sequence_backward(self, dY, d_state_T):
+        """Backward of ``sequence_forward``: returns ``(dX (T, N, I), dh_0 (N, H))`` and adds to ``self.grads``
+        what T calls of ``backward`` add. Per step three products and a few in-place products run; the input
+        gradient and every weight gradient are one product per gate over all steps."""
+        record, steps, dY, (carry,) = begin_backward(self, dY, d_state_T)
+        # BEGIN SOLUTION
+        T, N, H, I = steps.T, steps.N, self.hidden_size, self.input_size
+        p, g, dt = self.params, self.grads, self.dtype
+        w_r_hT, w_u_hT, w_c_hT = (transposed(w) for w in (p["w_ru"][I:, :H], p["w_ru"][I:, H:], p["w_c"][I:]))
+        D = np.empty((3, T, N, H), dt)                             # d_r̄, d_ū, d_c̄
+        d, d_hr, scratch = np.empty((N, H), dt), np.empty((N, H), dt), np.empty((N, H), dt)
+        for k in reversed(range(T)):
+            np.add(dY[k], carry, out=d)                            # dL/dh_{k+1}
+            d_r_bar, d_u_bar, d_c_bar = D[:, k]
+            np.multiply(d, record.dc_factor[k], out=d_c_bar)
+            np.multiply(d, record.du_factor[k], out=d_u_bar)
+            np.matmul(d_c_bar, w_c_hT, out=d_hr)
+            np.multiply(d_hr, record.dr_factor[k], out=d_r_bar)
+            sum_of_products([(d_r_bar, w_r_hT), (d_u_bar, w_u_hT)], carry, scratch)     # through the gates
+            d_hr *= record.r[k]
+            carry += d_hr                                          # through r ⊙ h
+            d *= record.h_factor[k]
+            carry += d                                             # and directly: dh'/dh = u
+        TN = T * N
+        D2 = D.reshape(3, TN, H)
+        h_prev, rh = record.S[:-1].reshape(TN, H), record.RH.reshape(TN, H)
+        for gate, (columns, w, m) in enumerate([(slice(0, H), "w_ru", h_prev), (slice(H, 2 * H), "w_ru", h_prev),
+                                               (slice(0, H), "w_c", rh)]):
+            g[w][:I, columns] += record.X2.T @ D2[gate]
+            g[w][I:, columns] += m.T @ D2[gate]
+        sums = D2.sum(axis=1)                                      # 3,H
+        g["b_ru"] += sums[:2].reshape(2 * H)
+        g["b_c"] += sums[2]
+        dX = sum_of_products([(D2[gate], record.W_x[gate].T) for gate in range(3)])
+        return steps.order(dX.reshape(T, N, I)), carry
+        # END SOLUTION

@@ -22,7 +22,10 @@ import math
 import numpy as np
 
 from mytorch import functional as F
+from mytorch.grad_mode import is_recording
 from mytorch.nn.cell import Cache, RecurrentCell
+from mytorch.nn.fast_path import (SequenceRecord, begin_backward, begin_forward, gate_rows, gates_transposed,
+                                  sum_of_products)
 from mytorch.nn.init import uniform
 
 GATES = ("r", "z", "n")
@@ -188,6 +191,114 @@ class GRUCell(RecurrentCell):
         dh = dA_h @ p["weight_hh"] + dh_t * z                     # through the gates, and directly: dh'/dh = z
         # END SOLUTION
         return self._finish_backward(cache, dx, (dh,))
+
+    # ----------------------------------------------------------------------------------------------
+    # the fast path over a whole sequence (used by the sequence layer; see mytorch.nn.fast_path)
+    def sequence_forward(self, X, state0, lengths=None, reverse=False):
+        """All T steps at once: returns ``(Y (T, N, H), h_T (N, H))``, what T calls of ``forward`` return.
+
+        In step order k (time t = k, or T-1-k in reverse), gate by gate (g = r, z, n), with b_hn kept apart
+        because r gates it:
+
+            GX_g = X W_igᵀ + b_ig (+ b_hg for r, z)     one product per gate for all steps     (T, N, H) each
+            GH_g = h_k W_hgᵀ                              per step, weights made contiguous once  (N, H) each
+            r, z, n, h_{k+1} from GX_k and GH as in ``forward``, each written in place into its (T, N, H) array.
+        """
+        steps, X, (h0,), _ = begin_forward(self, X, state0, lengths, reverse)
+        # BEGIN SOLUTION
+        T, N, H = steps.T, steps.N, self.hidden_size
+        p, dt, recording = self.params, self.dtype, is_recording()
+        X2 = X.reshape(T * N, self.input_size)                     # TN,I  (a copy in reverse)
+        GX = np.matmul(X2, gates_transposed(p["weight_ih"], 3)).reshape(3, T, N, H)     # x W_igᵀ, gate-major
+        b_hn = 0.0
+        if self.bias:
+            GX += p["bias_ih"].reshape(3, 1, 1, H)
+            GX[:2] += p["bias_hh"][:2 * H].reshape(2, 1, 1, H)     # b_hr, b_hz add like b_ir, b_iz
+            b_hn = p["bias_hh"][2 * H:]
+        W_h = gates_transposed(p["weight_hh"], 3)                  # 3,H,H  W_hgᵀ
+        S = np.empty((T + 1, N, H), dt)                            # h_0 … h_T (step order)
+        S[0] = h0
+        RZ = np.empty((2, T, N, H), dt)                            # r, z
+        NN, GN = np.empty((T, N, H), dt), np.empty((T, N, H), dt)  # n, g_n = h W_hnᵀ + b_hn
+        dz_factor = np.empty((T, N, H), dt) if recording else None
+        gh, one_minus = np.empty((3, N, H), dt), np.empty((N, H), dt)
+        for k in range(T):
+            np.matmul(S[k], W_h, out=gh)                           # h W_hgᵀ for the three gates
+            rz = RZ[:, k]
+            np.add(GX[:2, k], gh[:2], out=rz)
+            F.sigmoid(rz, out=rz)                                  # r, z = σ(a_r), σ(a_z)
+            r, z, n, g_n = RZ[0, k], RZ[1, k], NN[k], GN[k]
+            np.add(gh[2], b_hn, out=g_n)
+            np.multiply(r, g_n, out=n)
+            n += GX[2, k]
+            np.tanh(n, out=n)                                      # n = tanh(a_n + r ⊙ g_n)
+            h = S[k + 1]
+            np.subtract(S[k], n, out=h)
+            h *= z
+            h += n                                                 # h' = n + z ⊙ (h − n)
+            if recording:
+                # Backward, given d = dL/dh_{k+1}; the factors of d are made here, while the step is in cache:
+                #     da_n = d ⊙ (1 − z)(1 − n²)      da_z = d ⊙ (h − n) z(1 − z)
+                #     da_r = da_n ⊙ g_n r(1 − r)       dg_n = da_n ⊙ r
+                #     dh_k = da_r W_hr + da_z W_hz + dg_n W_hn + d ⊙ z
+                np.subtract(1.0, z, out=one_minus)
+                dz = dz_factor[k]
+                np.subtract(S[k], n, out=dz)
+                dz *= z
+                dz *= one_minus                                    # (h − n) z(1 − z)
+                np.multiply(n, n, out=n)
+                np.subtract(1.0, n, out=n)
+                n *= one_minus                                     # (1 − z)(1 − n²), over n
+                np.subtract(1.0, r, out=one_minus)
+                g_n *= r
+                g_n *= one_minus                                   # g_n r(1 − r), over g_n
+            steps.keep_state(h, S[k], k)
+        Y = steps.outputs(S)
+        if recording:
+            # past a sequence's end every da is 0 (the factors are masked) and dh_k = d (z is set to 1)
+            self._record(SequenceRecord(steps=steps, X2=X2, S=S, r=RZ[0], dn_factor=steps.mask(NN),
+                                        dz_factor=steps.mask(dz_factor), dr_factor=GN,
+                                        h_factor=steps.pass_through(RZ[1])))
+        return Y, S[T].copy()
+        # END SOLUTION
+
+    def sequence_backward(self, dY, d_state_T):
+        """Backward of ``sequence_forward``: returns ``(dX (T, N, I), dh_0 (N, H))`` and adds to ``self.grads``
+        what T calls of ``backward`` add. Per step only the recurrent products and a few in-place products run;
+        the input gradient and every weight gradient are one product per gate over all steps."""
+        record, steps, dY, (carry,) = begin_backward(self, dY, d_state_T)
+        # BEGIN SOLUTION
+        T, N, H = steps.T, steps.N, self.hidden_size
+        p, g, dt = self.params, self.grads, self.dtype
+        DA = np.empty((3, T, N, H), dt)                            # da_r, da_z, da_n: d(x W_igᵀ + b_ig)
+        DG = np.empty((T, N, H), dt)                               # dg_n; d(h W_hgᵀ + b_hg) = da_r, da_z, dg_n
+        W_h = gate_rows(p["weight_hh"], 3)                         # 3,H,H  W_hg
+        d, scratch = np.empty((N, H), dt), np.empty((N, H), dt)
+        for k in reversed(range(T)):
+            np.add(dY[k], carry, out=d)                            # dL/dh_{k+1}: from the output and from step k+1
+            da_r, da_z, da_n = DA[:, k]
+            np.multiply(d, record.dn_factor[k], out=da_n)
+            np.multiply(d, record.dz_factor[k], out=da_z)
+            np.multiply(da_n, record.dr_factor[k], out=da_r)
+            np.multiply(da_n, record.r[k], out=DG[k])
+            sum_of_products([(da_r, W_h[0]), (da_z, W_h[1]), (DG[k], W_h[2])], carry, scratch)    # through gates
+            d *= record.h_factor[k]
+            carry += d                                             # and directly: dh'/dh = z
+        TN = T * N
+        dA_x, dA_h = DA.reshape(3, TN, H), (DA[0].reshape(TN, H), DA[1].reshape(TN, H), DG.reshape(TN, H))
+        g_ih, g_hh = gate_rows(g["weight_ih"], 3), gate_rows(g["weight_hh"], 3)
+        h_prev = record.S[:-1].reshape(TN, H)
+        for gate in range(3):
+            g_ih[gate] += dA_x[gate].T @ record.X2
+            g_hh[gate] += dA_h[gate].T @ h_prev
+        if self.bias:
+            sums = dA_x.sum(axis=1)                                # 3,H
+            g["bias_ih"] += sums.reshape(3 * H)
+            g["bias_hh"][:2 * H] += sums[:2].reshape(2 * H)
+            g["bias_hh"][2 * H:] += dA_h[2].sum(axis=0)
+        dX = sum_of_products(list(zip(dA_x, gate_rows(p["weight_ih"], 3))))
+        return steps.order(dX.reshape(T, N, self.input_size)), carry
+        # END SOLUTION
 
 
 for _alias in COURSE_ORDER:

@@ -8,7 +8,9 @@ import math
 import numpy as np
 
 from mytorch import functional as F
+from mytorch.grad_mode import is_recording
 from mytorch.nn.cell import Cache, RecurrentCell
+from mytorch.nn.fast_path import SequenceRecord, begin_backward, begin_forward, transposed
 from mytorch.nn.init import uniform
 
 
@@ -79,3 +81,69 @@ class RNNCell(RecurrentCell):
         dh = da @ p["weight_hh"]                       # da/dh = W_hh
         # END SOLUTION
         return self._finish_backward(cache, dx, (dh,))
+
+    # ----------------------------------------------------------------------------------------------
+    # the fast path over a whole sequence (used by the sequence layer; see mytorch.nn.fast_path)
+    def sequence_forward(self, X, state0, lengths=None, reverse=False):
+        """All T steps at once: returns ``(Y (T, N, H), h_T (N, H))``, what T calls of ``forward`` return.
+
+        In step order k (time t = k, or T-1-k in reverse):
+
+            PX      = X W_ihᵀ + b_ih + b_hh         one product for all steps             (T, N, H)
+            h_{k+1} = act(h_k W_hhᵀ + PX_k)         per step, W_hhᵀ made contiguous once  (N, H)
+        """
+        steps, X, (h0,), _ = begin_forward(self, X, state0, lengths, reverse)
+        # BEGIN SOLUTION
+        T, N, H = steps.T, steps.N, self.hidden_size
+        p, dt = self.params, self.dtype
+        X2 = X.reshape(T * N, self.input_size)                     # TN,I  (a copy in reverse)
+        PX = (X2 @ transposed(p["weight_ih"])).reshape(T, N, H)
+        if self.bias:
+            PX += p["bias_ih"] + p["bias_hh"]
+        W_hhT = transposed(p["weight_hh"])                         # H,H
+        S = np.empty((T + 1, N, H), dt)                            # h_0 … h_T (step order)
+        S[0] = h0
+        for k in range(T):
+            h = S[k + 1]
+            np.matmul(S[k], W_hhT, out=h)
+            h += PX[k]
+            if self.nonlinearity == "tanh":
+                np.tanh(h, out=h)
+            else:
+                np.maximum(h, 0.0, out=h)
+            steps.keep_state(h, S[k], k)
+        Y = steps.outputs(S)
+        if is_recording():
+            # Backward, given d = dL/dh_{k+1}: da = d ⊙ act'(a), the factor act'(a) from the outputs for all
+            # steps at once (1 − h'² or [h' > 0]) and zero past a sequence's end; dh_k = da W_hh (+ d when idle).
+            da_factor = F.tanh_grad(S[1:]) if self.nonlinearity == "tanh" else F.relu_grad(S[1:])
+            self._record(SequenceRecord(steps=steps, X2=X2, S=S, da_factor=steps.mask(da_factor)))
+        return Y, S[T].copy()
+        # END SOLUTION
+
+    def sequence_backward(self, dY, d_state_T):
+        """Backward of ``sequence_forward``: returns ``(dX (T, N, I), dh_0 (N, H))`` and adds to ``self.grads``
+        what T calls of ``backward`` add. Per step only the recurrent product runs; the input gradient and
+        every weight gradient are one product each over all steps."""
+        record, steps, dY, (carry,) = begin_backward(self, dY, d_state_T)
+        # BEGIN SOLUTION
+        T, N, H = steps.T, steps.N, self.hidden_size
+        p, g, dt = self.params, self.grads, self.dtype
+        DA = np.empty((T, N, H), dt)                               # da = d(x W_ihᵀ + h W_hhᵀ + biases)
+        d = np.empty((N, H), dt)
+        for k in reversed(range(T)):
+            np.add(dY[k], carry, out=d)                            # dL/dh_{k+1}
+            np.multiply(d, record.da_factor[k], out=DA[k])
+            np.matmul(DA[k], p["weight_hh"], out=carry)
+            if steps.idle is not None:
+                d *= steps.idle[k]
+                carry += d                                         # idle: the gradient passes straight through
+        DA2 = DA.reshape(T * N, H)
+        g["weight_ih"] += DA2.T @ record.X2
+        g["weight_hh"] += DA2.T @ record.S[:-1].reshape(T * N, H)
+        if self.bias:
+            da_sum = DA2.sum(axis=0)
+            g["bias_ih"] += da_sum
+            g["bias_hh"] += da_sum
+        return steps.order((DA2 @ p["weight_ih"]).reshape(T, N, self.input_size)), carry
+        # END SOLUTION

@@ -22,7 +22,10 @@ import math
 import numpy as np
 
 from mytorch import functional as F
+from mytorch.grad_mode import is_recording
 from mytorch.nn.cell import Cache, RecurrentCell
+from mytorch.nn.fast_path import (SequenceRecord, begin_backward, begin_forward, gate_rows, gates_transposed,
+                                  sum_of_products)
 from mytorch.nn.init import constant, uniform, zeros
 
 
@@ -165,3 +168,112 @@ class TGRUCell(RecurrentCell):
             g["memory"] += dm.sum(axis=0)
         # END SOLUTION
         return self._finish_backward(cache, dx, (dh, dm))
+
+    # ----------------------------------------------------------------------------------------------
+    # the fast path over a whole sequence (used by the sequence layer; see mytorch.nn.fast_path)
+    def sequence_forward(self, X, state0, lengths=None, reverse=False):
+        """All T steps at once: returns ``(Y (T, N, H), (h_T, m_T))``, what T calls of ``forward`` return.
+
+        The gates never see h, so they are computed for every step first; only the elementwise, linear scan
+        of h runs step by step. In step order k (time t = k, or T-1-k in reverse), with M_k the memory
+        before step k (m_0, then the previous step's x):
+
+            [A_z | A_f | A_o] = X W_ihᵀ + M W_hhᵀ + b_ih + b_hh       two products for all steps  (T, N, 3H)
+            z = A_z,  f = σ(A_f),  o = tanh(A_o)                          for all steps at once
+            h_{k+1} = f_k ⊙ h_k + z_k ⊙ o_k                               the only per-step work
+
+        A None ``state0`` (or entry) is the initial state; with ``train_state`` / ``train_memory`` its gradient
+        reaches ``grads['hidden_state']`` / ``grads['memory']``, as in ``forward``.
+        """
+        steps, X, (h0, m0), defaulted = begin_forward(self, X, state0, lengths, reverse)
+        # BEGIN SOLUTION
+        T, N, H, I = steps.T, steps.N, self.hidden_size, self.input_size
+        p, dt = self.params, self.dtype
+        M = np.empty((T + 1, N, I), dt)                            # the memory before each step, and m_T
+        M[0] = m0
+        M[1:] = X
+        if steps.idle is not None:
+            for k in range(T):                                     # idle: the memory is kept, not replaced by x
+                np.copyto(M[k + 1], M[k], where=steps.idle[k])
+        X2, M2 = X.reshape(T * N, I), M[:-1].reshape(T * N, I)
+        A = np.matmul(X2, gates_transposed(p["weight_ih"], 3))    # 3,TN,H  gate-major: each gate contiguous
+        A += np.matmul(M2, gates_transposed(p["weight_hh"], 3))
+        A = A.reshape(3, T, N, H)
+        if self.use_bias:
+            A += p["bias_ih"].reshape(3, 1, 1, H)
+        if self.use_recurrent_bias:
+            A += p["bias_hh"].reshape(3, 1, 1, H)
+        Z, Fg, O = A
+        F.sigmoid(Fg, out=Fg)                                      # f = σ(A_f), in place
+        np.tanh(O, out=O)                                          # o = tanh(A_o), in place
+        B = steps.mask(Z * O)                                      # z ⊙ o, zero when idle
+        keep = steps.pass_through(Fg)                              # f, one when idle
+        S = np.empty((T + 1, N, H), dt)                            # h_0 … h_T (step order)
+        S[0] = h0
+        for k in range(T):
+            h = S[k + 1]
+            np.multiply(keep[k], S[k], out=h)
+            h += B[k]                                              # h' = f ⊙ h + z ⊙ o
+        Y = steps.outputs(S)
+        if is_recording():
+            self._record(SequenceRecord(steps=steps, X2=X2, M=M, S=S, A=A, keep=keep,
+                                        from_params=(defaulted[0] and self.train_state,
+                                                     defaulted[1] and self.train_memory)))
+        return Y, (S[T].copy(), M[T].copy())
+        # END SOLUTION
+
+    def sequence_backward(self, dY, d_state_T):
+        """Backward of ``sequence_forward``: returns ``(dX (T, N, I), (dh_0, dm_0))`` and adds to ``self.grads``
+        what T calls of ``backward`` add. Only the scan of dh runs step by step; every gate gradient, the
+        input gradient and every weight gradient are computed for all steps at once."""
+        record, steps, dY, (carry_h, carry_m) = begin_backward(self, dY, d_state_T)
+        # BEGIN SOLUTION
+        # Backward, with D_k = dL/dh_{k+1} from the scan D_k = dY_k + D_{k+1} ⊙ f_{k+1}:
+        #     dA_z, dA_f, dA_o = D ⊙ o, D ⊙ h f(1 − f), D ⊙ z(1 − o²)     (T, N, H) each, zero at idle steps
+        #     per gate: dW_ig += dA_gᵀ X,  dW_hg += dA_gᵀ M,  db_g += Σ dA_g,  dX = Σ_g dA_g W_ig,  dM = Σ_g dA_g W_hg
+        # and the memory's gradient runs back one step: x_k is the memory of step k+1 (or m_T).
+        T, N, H, I = steps.T, steps.N, self.hidden_size, self.input_size
+        p, g, A = self.params, self.grads, record.A
+        D = np.empty((T, N, H), self.dtype)                        # dL/dh_{k+1}
+        for k in reversed(range(T)):
+            np.add(dY[k], carry_h, out=D[k])
+            np.multiply(D[k], record.keep[k], out=carry_h)         # dh'/dh = f (1 when idle)
+        steps.mask(D)
+        Z, Fg, O = A
+        DA = np.empty((3, T, N, H), self.dtype)                    # dA_z, dA_f, dA_o
+        np.multiply(D, O, out=DA[0])                               # dh'/dz = o
+        df = DA[1]
+        np.multiply(D, record.S[:-1], out=df)                      # dh'/df = h
+        df *= F.sigmoid_grad(Fg)                                   # df/dA_f = f(1 − f)
+        do = DA[2]
+        np.multiply(D, Z, out=do)                                  # dh'/do = z
+        do *= F.tanh_grad(O)                                       # do/dA_o = 1 − o²
+        TN = T * N
+        DA2, M2 = DA.reshape(3, TN, H), record.M[:-1].reshape(TN, I)
+        g_ih, g_hh = gate_rows(g["weight_ih"], 3), gate_rows(g["weight_hh"], 3)
+        for gate in range(3):
+            g_ih[gate] += DA2[gate].T @ record.X2
+            g_hh[gate] += DA2[gate].T @ M2
+        if self.use_bias or self.use_recurrent_bias:
+            da_sum = DA2.sum(axis=1).reshape(3 * H)
+            if self.use_bias:
+                g["bias_ih"] += da_sum
+            if self.use_recurrent_bias:
+                g["bias_hh"] += da_sum
+        dX = sum_of_products(list(zip(DA2, gate_rows(p["weight_ih"], 3)))).reshape(T, N, I)
+        dM = sum_of_products(list(zip(DA2, gate_rows(p["weight_hh"], 3)))).reshape(T, N, I)     # each step's memory
+        if steps.idle is None:                                     # x_k is the memory of step k+1
+            dX[:-1] += dM[1:]
+            dX[-1] += carry_m
+            carry_m = dM[0].copy()
+        else:
+            for k in reversed(range(T)):                           # active: x_k took the memory's gradient
+                dX[k] += steps.active[k] * carry_m
+                carry_m *= steps.idle[k]
+                carry_m += dM[k]
+        if record.from_params[0]:
+            g["hidden_state"] += carry_h.sum(axis=0)               # the initial state repeated over the batch
+        if record.from_params[1]:
+            g["memory"] += carry_m.sum(axis=0)
+        return steps.order(dX), (carry_h, carry_m)
+        # END SOLUTION

@@ -1,0 +1,173 @@
+"""Shared plumbing of the cells' fast paths: one direction of one layer over a whole sequence at once.
+
+Every cell keeps its per-step ``forward``/``backward`` (the teaching API and the reference). Beside them a
+cell may define
+
+    Y, state_T = cell.sequence_forward(X, state0, lengths=None, reverse=False)
+        X (T, N, I) time-major and batched; state0 the cell's batched state (an array (N, H) or a tuple of
+        (N, width) arrays; a None entry means the cell's initial state); lengths an int array (N,) or None.
+        Returns Y (T, N, H) and the final state; pushes ONE record on the cell's tape (none in no_grad()).
+    dX, d_state0 = cell.sequence_backward(dY, d_state_T)
+        dY (T, N, H); d_state_T like the state (None entries mean zero). Pops that record, adds to
+        ``cell.grads`` exactly what T per-step backwards would add, returns dX (T, N, I) and d_state0.
+
+which compute what T calls of ``forward`` and ``backward`` compute, arranged for speed: the input projection of
+all steps as one matrix product per gate with the biases folded in, transposed weights made contiguous once per
+call, every step's values in arrays allocated once per call and written in place, laid out gate-major
+(G, T, N, H) so that each gate's block of a step is contiguous, the factors the backward needs computed in the
+forward's step loop while the step is in cache, and each weight gradient (and dX) as one product per gate over
+all steps. This module holds what all cells share; the math is in each cell's file.
+
+Step order: the cells run steps k = 0 … T-1, which is time t = k forward and t = T-1-k in reverse, so one
+loop serves both directions (``Steps.order`` turns time order into step order and back).
+
+Variable lengths: sequence n uses the steps t < lengths[n]. At any other step its state is kept and its
+output is zero, and in backward such a step passes the state's gradient straight through and gets none
+itself. In reverse, the steps past the end come first, so each sequence starts from state0 at its own end.
+"""
+import numpy as np
+
+from mytorch.nn.cell import Cache
+
+
+class SequenceRecord(Cache):
+    """What one ``sequence_forward`` keeps for its ``sequence_backward``: named fields, one record per call."""
+
+
+class Steps:
+    """The step order and the lengths mask of one ``sequence_forward`` call.
+
+    Attributes:
+        T, N: steps and batch. reverse: the direction.
+        active (T, N, 1) float: 1.0 where step k is a real step of sequence n, 0.0 past its end (step order);
+            None without lengths (every step is real).
+        idle (T, N, 1) bool: the opposite of active (None without lengths).
+    """
+
+    def __init__(self, X, lengths, reverse):
+        self.T, self.N = X.shape[:2]
+        self.reverse = bool(reverse)
+        self.active = self.idle = None
+        if lengths is not None:
+            lengths = np.asarray(lengths)
+            if lengths.shape != (self.N,) or lengths.dtype.kind not in "iu":
+                raise ValueError(f"sequence_forward: lengths must be an int array of shape ({self.N},), "
+                                 f"got {lengths.dtype} {lengths.shape}")
+            real = self.order(np.arange(self.T))[:, None] < lengths[None, :]        # T,N in step order
+            self.active = real[:, :, None].astype(X.dtype)
+            self.idle = ~real[:, :, None]
+
+    def order(self, A):
+        """A (T, ...) reordered between time order and step order (a view; its own inverse)."""
+        return A[::-1] if self.reverse else A
+
+    def keep_state(self, new, old, k):
+        """Past a sequence's end its state does not change: ``new[n] = old[n]`` where step k is idle."""
+        if self.idle is not None:
+            np.copyto(new, old, where=self.idle[k])
+
+    def mask(self, A):
+        """A (T, N, ·) in step order, zeroed in place at idle steps (nothing to do without lengths); returns A."""
+        if self.active is not None:
+            A *= self.active
+        return A
+
+    def pass_through(self, factor):
+        """``factor`` (T, N, H) where steps are real and 1 where idle: the multiplier that carries a state's
+        gradient to the previous step (a new array with lengths, ``factor`` itself without)."""
+        if self.active is None:
+            return factor
+        return factor * self.active + self.idle
+
+    def outputs(self, S):
+        """Y (T, N, H) in time order from the states S (T+1, N, H) in step order: h after each step, 0 if idle."""
+        Y = S[1:] * self.active if self.active is not None else S[1:].copy()
+        return self.order(Y)
+
+    def output_gradient(self, dY):
+        """dY (T, N, H) in step order, zero at idle steps (there Y is the constant 0)."""
+        dY = self.order(dY)
+        return dY * self.active if self.active is not None else dY
+
+
+def batched_state(cell, state0, N):
+    """``state0`` as a tuple of fresh (N, width) arrays of the cell's dtype, and which parts were None.
+
+    A None state (or None entry) is the cell's initial state; which parts were None matters to a cell whose
+    initial state is a trainable parameter (TGRU's ``train_state`` / ``train_memory``)."""
+    count = len(cell.state_names)
+    given = (state0,) if count == 1 else tuple(state0) if state0 is not None else (None,) * count
+    parts = []
+    for k, (part, width) in enumerate(zip(given, cell.state_widths)):
+        part = cell.initial_state_part(k, N) if part is None else np.array(part, dtype=cell.dtype)
+        if part.shape != (N, width):
+            raise ValueError(f"{type(cell).__name__}.sequence_forward: state0 part {k} has shape {part.shape}, "
+                             f"expected {(N, width)}")
+        parts.append(part)
+    return tuple(parts), tuple(p is None for p in given)
+
+
+def state_gradient(d_state, shapes, dtype):
+    """``d_state_T`` as a tuple of fresh (N, width) arrays, zeros for None entries."""
+    parts = (d_state,) if len(shapes) == 1 else tuple(d_state) if d_state is not None else (None,) * len(shapes)
+    return tuple(np.zeros(shape, dtype) if p is None else np.array(p, dtype=dtype) for p, shape in zip(parts, shapes))
+
+
+def begin_forward(cell, X, state0, lengths, reverse):
+    """What every ``sequence_forward`` starts with: returns ``(steps, X, state parts, which parts were None)``,
+    X (T, N, I) of the cell's dtype in step order and the state as fresh (N, width) arrays."""
+    X = np.asarray(X, dtype=cell.dtype)
+    if X.ndim != 3 or X.shape[2] != cell.input_size:
+        raise ValueError(f"{type(cell).__name__}.sequence_forward: X has shape {X.shape}, expected "
+                         f"(T, N, {cell.input_size}) (time-major, batched)")
+    steps = Steps(X, lengths, reverse)
+    parts, defaulted = batched_state(cell, state0, steps.N)
+    return steps, steps.order(X), parts, defaulted
+
+
+def begin_backward(cell, dY, d_state_T):
+    """What every ``sequence_backward`` starts with: returns ``(record, steps, dY, d_state parts)``, dY in step
+    order and zero at idle steps, d_state_T as fresh (N, width) arrays (zeros for None)."""
+    record = pop_sequence_record(cell)
+    steps = record.steps
+    dY = steps.output_gradient(np.asarray(dY, dtype=cell.dtype))
+    d_parts = state_gradient(d_state_T, [(steps.N, w) for w in cell.state_widths], cell.dtype)
+    return record, steps, dY, d_parts
+
+
+def pop_sequence_record(cell):
+    """Pop the newest record, which must come from ``sequence_forward``."""
+    record = cell._pop("sequence_backward")
+    if not isinstance(record, SequenceRecord):
+        cell._tape.append(record)
+        raise RuntimeError(f"{type(cell).__name__}.sequence_backward: the newest forward was a single step "
+                           "(forward); call backward for it, or run the sequence with sequence_forward")
+    return record
+
+
+def transposed(W):
+    """Wᵀ as a C-contiguous copy: per-step products with it run faster than with the transposed view."""
+    return np.ascontiguousarray(W.T)
+
+
+def gates_transposed(W, gates):
+    """W (G·H, K), gates stacked by rows, as (G, K, H) with [g] = W_gᵀ contiguous: ``x @ result`` is (G, N, H),
+    every gate's block contiguous (NumPy's elementwise calls on a gate's columns of an (N, G·H) array, a
+    strided view, cost several times more than on a contiguous block)."""
+    K = W.shape[1]
+    return np.ascontiguousarray(W.reshape(gates, -1, K).transpose(0, 2, 1))
+
+
+def gate_rows(W, gates):
+    """W (G·H, K) as (G, H, K), [g] = W_g (a view)."""
+    return W.reshape(gates, -1, W.shape[1])
+
+
+def sum_of_products(pairs, out=None, scratch=None):
+    """Σ A @ B over ``pairs``, into ``out`` through ``scratch`` (arrays of the result's shape) when given, so that
+    a per-step call allocates nothing."""
+    (A, B), rest = pairs[0], pairs[1:]
+    out = A @ B if out is None else np.matmul(A, B, out=out)
+    for A, B in rest:
+        out += A @ B if scratch is None else np.matmul(A, B, out=scratch)
+    return out
