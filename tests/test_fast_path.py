@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import mytorch
-from mytorch.nn import GMUCell, GRUBlockCell, GRUCell, RNNCell, TGRUCell
+from mytorch.nn import GMUCell, GRUBlockCell, GRUCell, LSTMCell, RNNCell, TGRUCell
 
 CELLS = {
     "RNN": lambda I, H, dtype: RNNCell(I, H, dtype=dtype, rng=0),
@@ -21,6 +21,9 @@ CELLS = {
     "GMU": lambda I, H, dtype: GMUCell(I, H, dtype=dtype, rng=0),
     "TGRU": lambda I, H, dtype: TGRUCell(I, H, dtype=dtype, rng=0),
     "TGRU-nobias": lambda I, H, dtype: TGRUCell(I, H, use_bias=False, use_recurrent_bias=False, dtype=dtype, rng=0),
+    "LSTM": lambda I, H, dtype: LSTMCell(I, H, dtype=dtype, rng=0),
+    "LSTM-nobias": lambda I, H, dtype: LSTMCell(I, H, bias=False, dtype=dtype, rng=0),
+    "LSTM-proj": lambda I, H, dtype: LSTMCell(I, H, proj_size=H - 1, dtype=dtype, rng=0),
 }
 # T, N, I, H, lengths (unsorted; one equal to T, one equal to 1 where N allows)
 SHAPES = {

@@ -22,7 +22,10 @@ import math
 import numpy as np
 
 from mytorch import functional as F
+from mytorch.grad_mode import is_recording
 from mytorch.nn.cell import Cache, RecurrentCell
+from mytorch.nn.fast_path import (SequenceRecord, begin_backward, begin_forward, gate_rows, gates_transposed,
+                                  sum_of_products, transposed)
 from mytorch.nn.init import uniform
 
 GATES = ("i", "f", "g", "o")
@@ -156,3 +159,123 @@ class LSTMCell(RecurrentCell):
         dh = dA @ p["weight_hh"]                                  # dA/dh = W_hh
         # END SOLUTION
         return self._finish_backward(cache, dx, (dh, dc_prev))
+
+    # ----------------------------------------------------------------------------------------------
+    # the fast path over a whole sequence (used by the sequence layer; see mytorch.nn.fast_path)
+    def sequence_forward(self, X, state0, lengths=None, reverse=False):
+        """All T steps at once: returns ``(Y (T, N, P or H), (h_T, c_T))``, what T calls of ``forward`` return.
+
+        In step order k (time t = k, or T-1-k in reverse), gate by gate (g = i, f, g, o):
+
+            GX_g = X W_igᵀ + b_ig + b_hg          one product per gate for all steps       (T, N, H) each
+            A_g  = GX_g + h_k W_hgᵀ               per step, weights made contiguous once    (N, H) each
+            i, f, g, o, c_{k+1}, h_{k+1} from A and c_k as in ``forward``, in place (h through W_hrᵀ with proj_size).
+        """
+        steps, X, (h0, c0), _ = begin_forward(self, X, state0, lengths, reverse)
+        # BEGIN SOLUTION
+        T, N, H = steps.T, steps.N, self.hidden_size
+        P, p, dt, recording = self.proj_size or H, self.params, self.dtype, is_recording()
+        X2 = X.reshape(T * N, self.input_size)                     # TN,I  (a copy in reverse)
+        order = [0, 1, 3, 2]                                       # i, f, o, g: the three σ gates side by side
+        A = np.matmul(X2, gates_transposed(p["weight_ih"], 4)[order]).reshape(4, T, N, H)    # gate-major
+        if self.bias:
+            A += (p["bias_ih"] + p["bias_hh"]).reshape(4, 1, 1, H)[order]
+        W_h = gates_transposed(p["weight_hh"], 4)[order]           # 4,P,H  W_hgᵀ
+        W_hrT = transposed(p["weight_hr"]) if self.proj_size else None                  # H,P
+        S, C = np.empty((T + 1, N, P), dt), np.empty((T + 1, N, H), dt)                # h and c (step order)
+        S[0], C[0] = h0, c0
+        IFOG = np.empty((4, T, N, H), dt)                          # i, f, o, g
+        TC = np.empty((T, N, H), dt)                               # tanh(c')
+        H_hat = np.empty((T, N, H), dt) if self.proj_size else None                    # o ⊙ tanh(c') before W_hr
+        factors = np.empty((4, T, N, H), dt) if recording else None
+        dc_factor = np.empty((T, N, H), dt) if recording else None
+        gh, ig, one_minus = np.empty((4, N, H), dt), np.empty((N, H), dt), np.empty((N, H), dt)
+        for k in range(T):
+            a = A[:, k]
+            a += np.matmul(S[k], W_h, out=gh)
+            i, f, o, g = IFOG[:, k]
+            F.sigmoid(a[:3], out=IFOG[:3, k])                      # i, f, o
+            np.tanh(a[3], out=g)
+            c = C[k + 1]
+            np.multiply(f, C[k], out=c)
+            c += np.multiply(i, g, out=ig)                         # c' = f ⊙ c + i ⊙ g
+            np.tanh(c, out=TC[k])
+            if self.proj_size:
+                np.multiply(o, TC[k], out=H_hat[k])
+                np.matmul(H_hat[k], W_hrT, out=S[k + 1])           # h' = (o ⊙ tanh(c')) W_hrᵀ
+            else:
+                np.multiply(o, TC[k], out=S[k + 1])                # h' = o ⊙ tanh(c')
+            if recording:
+                # Backward, given dh = dL/dh_{k+1} and dc = dL/dc_{k+1}; the factors are made here, in cache.
+                # With dh_hat = dh W_hr (proj_size) or dh, and dc ← dc + dh_hat ⊙ o(1 − tanh²(c')):
+                #     da_i = dc ⊙ g i(1 − i)      da_f = dc ⊙ c f(1 − f)      da_g = dc ⊙ i(1 − g²)
+                #     da_o = dh_hat ⊙ tanh(c') o(1 − o)
+                #     dh_k = Σ_g da_g W_hg          dc_k = dc ⊙ f          dW_hr += dhᵀ h_hat
+                d_i, d_f, d_g, d_o = factors[:, k]
+                np.subtract(1.0, i, out=one_minus)
+                np.multiply(i, one_minus, out=d_i)
+                d_i *= g                                           # g i(1 − i)
+                np.subtract(1.0, f, out=one_minus)
+                np.multiply(f, one_minus, out=d_f)
+                d_f *= C[k]                                        # c f(1 − f)
+                np.multiply(g, g, out=d_g)
+                np.subtract(1.0, d_g, out=d_g)
+                d_g *= i                                           # i(1 − g²)
+                np.subtract(1.0, o, out=one_minus)
+                np.multiply(o, one_minus, out=d_o)
+                d_o *= TC[k]                                       # tanh(c') o(1 − o)
+                np.multiply(TC[k], TC[k], out=dc_factor[k])
+                np.subtract(1.0, dc_factor[k], out=dc_factor[k])
+                dc_factor[k] *= o                                  # o(1 − tanh²(c'))
+            steps.keep_state(S[k + 1], S[k], k)
+            steps.keep_state(c, C[k], k)
+        Y = steps.outputs(S)
+        if recording:
+            # past a sequence's end every da is 0 (masked factors), dh_k = dh and dc_k = dc (f set to 1)
+            self._record(SequenceRecord(steps=steps, X2=X2, S=S, H_hat=H_hat, factors=steps.mask(factors),
+                                        dc_factor=steps.mask(dc_factor), c_carry=steps.pass_through(IFOG[1])))
+        return Y, (S[T].copy(), C[T].copy())
+        # END SOLUTION
+
+    def sequence_backward(self, dY, d_state_T):
+        """Backward of ``sequence_forward``: returns ``(dX (T, N, I), (dh_0, dc_0))`` and adds to ``self.grads``
+        what T calls of ``backward`` add. Per step the recurrent products and a few in-place products run; the
+        input gradient and every weight gradient are one product per gate over all steps."""
+        record, steps, dY, (carry_h, carry_c) = begin_backward(self, dY, d_state_T)
+        # BEGIN SOLUTION
+        T, N, H = steps.T, steps.N, self.hidden_size
+        P, p, grad, dt = self.proj_size or H, self.params, self.grads, self.dtype
+        W_h = gate_rows(p["weight_hh"], 4)                         # 4,H,P  W_hg
+        DA = np.empty((4, T, N, H), dt)                            # da_i, da_f, da_g, da_o
+        DH = np.empty((T, N, P), dt)                               # dL/dh_{k+1}
+        dh_hat, dc, scratch = np.empty((N, H), dt), np.empty((N, H), dt), np.empty((N, P), dt)
+        for k in reversed(range(T)):
+            d = DH[k]
+            np.add(dY[k], carry_h, out=d)                          # from the output and from step k+1
+            if self.proj_size:
+                np.matmul(d, p["weight_hr"], out=dh_hat)
+            else:
+                dh_hat[...] = d
+            np.multiply(dh_hat, record.dc_factor[k], out=dc)
+            dc += carry_c                                          # c' reaches the loss directly and through h'
+            np.multiply(dc, record.factors[:3, k], out=DA[:3, k])  # da_i, da_f, da_g
+            np.multiply(dh_hat, record.factors[3, k], out=DA[3, k])
+            sum_of_products([(DA[gate, k], W_h[gate]) for gate in range(4)], carry_h, scratch)
+            np.multiply(dc, record.c_carry[k], out=carry_c)        # dc'/dc = f
+            if steps.idle is not None:
+                carry_h += np.multiply(d, steps.idle[k], out=scratch)                  # idle: straight through
+        TN = T * N
+        DA2, h_prev = DA.reshape(4, TN, H), record.S[:-1].reshape(TN, P)
+        g_ih, g_hh = gate_rows(grad["weight_ih"], 4), gate_rows(grad["weight_hh"], 4)
+        for gate in range(4):
+            g_ih[gate] += DA2[gate].T @ record.X2
+            g_hh[gate] += DA2[gate].T @ h_prev
+        if self.bias:
+            sums = DA2.sum(axis=1).reshape(4 * H)
+            grad["bias_ih"] += sums
+            grad["bias_hh"] += sums
+        if self.proj_size:
+            grad["weight_hr"] += steps.mask(DH).reshape(TN, P).T @ record.H_hat.reshape(TN, H)
+        dX = sum_of_products(list(zip(DA2, gate_rows(p["weight_ih"], 4))))
+        return steps.order(dX.reshape(T, N, self.input_size)), (carry_h, carry_c)
+        # END SOLUTION
