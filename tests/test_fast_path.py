@@ -184,3 +184,49 @@ def test_bad_input_names_the_cell_and_the_shape():
     with pytest.raises(ValueError, match="lengths must be an int array of shape"):
         cell.sequence_forward(np.ones((2, 5, 3)), None, lengths=np.ones(5))
     assert cell.pending_steps == 0
+
+
+# --------------------------------------------------------------------------------------------------
+# through the sequence layer: the fast path (the default) against the per-step loop (fast_path = False)
+LAYERS = {"RNN": (mytorch.nn.RNN, {}), "RNN-relu": (mytorch.nn.RNN, {"nonlinearity": "relu"}),
+          "GRU": (mytorch.nn.GRU, {}), "GRUBlock": (mytorch.nn.GRUBlock, {}), "GMU": (mytorch.nn.GMU, {}),
+          "TGRU": (mytorch.nn.TGRU, {}), "TGRU-trainable": (mytorch.nn.TGRU, {"train_state": True, "train_memory": True}),
+          "LSTM": (mytorch.nn.LSTM, {}), "LSTM-proj": (mytorch.nn.LSTM, {"proj_size": 2})}
+LAYER_SHAPES = {"unbatched": (4, None, [3]), "T1-N1": (1, 1, [1]), "T5-N3": (5, 3, [5, 1, 3])}
+
+
+def _flat(state):
+    if isinstance(state, np.ndarray):
+        return [state]
+    return [a for part in state for a in _flat(part)]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["float64", "float32"])
+@pytest.mark.parametrize("with_lengths", [False, True], ids=["full", "lengths"])
+@pytest.mark.parametrize("shape", list(LAYER_SHAPES), ids=list(LAYER_SHAPES))
+@pytest.mark.parametrize("name", list(LAYERS), ids=list(LAYERS))
+def test_layer_fast_path_equals_per_step_loop(name, shape, with_lengths, dtype):
+    """Two layers, both directions: outputs, final states, dX, d_state0 and every gradient agree."""
+    cls, kwargs = LAYERS[name]
+    T, N, lengths = LAYER_SHAPES[shape]
+    I, H = 3, 4
+    layers = [cls(I, H, num_layers=2, bidirectional=True, dtype=dtype, rng=0, **kwargs) for _ in range(2)]
+    layers[1].fast_path = False
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((T, I) if N is None else (T, N, I)).astype(dtype)
+    lengths = (lengths[0] if N is None else np.array(lengths)) if with_lengths else None
+    results = []
+    for layer in layers:
+        Y, state_T = layer.forward(X, None, lengths)
+        assert set(layer._paths.values()) == {"fast" if layer.fast_path else "loop"}     # the path we meant
+        dY = np.random.default_rng(6).standard_normal(Y.shape).astype(dtype)
+        dX, d_state0 = layer.backward(dY)
+        results.append((Y, _flat(state_T), dX, _flat(d_state0), dict(layer.grads)))
+    (Y, s, dX, d0, grads), (Y_ref, s_ref, dX_ref, d0_ref, grads_ref) = results
+    tol = TOLERANCE[dtype]
+    assert_close(Y, Y_ref, tol, "Y")
+    assert_close(dX, dX_ref, tol, "dX")
+    for k, (a, b) in enumerate(zip(s + d0, s_ref + d0_ref)):
+        assert_close(a, b, tol, f"state part {k}")
+    for key in grads_ref:
+        assert_close(grads[key], grads_ref[key], tol, key)
