@@ -92,8 +92,8 @@ def trivial(line):
         return all(_target(t) for t in node.targets) and _simple(node.value)
     if isinstance(node, (ast.For, ast.AsyncFor)):
         return _target(node.target) and _simple(node.iter)
-    if isinstance(node, (ast.If, ast.While)):
-        return _simple(node.test)
+    if isinstance(node, (ast.If, ast.While)):         # ``if is_recording():``: a plain call decides nothing
+        return _simple(node.test) or (_plain_call(node.test) and not node.test.args and not node.test.keywords)
     if isinstance(node, ast.With):                   # ``with mytorch.no_grad():``, ``with np.errstate(over="ignore"):``
         return all(_simple(item.context_expr) or _plain_call(item.context_expr) for item in node.items)
     return False

@@ -214,7 +214,7 @@ class GRUCell(RecurrentCell):
         if self.bias:
             GX += p["bias_ih"].reshape(3, 1, 1, H)
             GX[:2] += p["bias_hh"][:2 * H].reshape(2, 1, 1, H)     # b_hr, b_hz add like b_ir, b_iz
-            b_hn = p["bias_hh"][2 * H:]
+            b_hn = p["bias_hh"][2 * H:3 * H]                            # stays inside r ⊙ (…)
         W_h = gates_transposed(p["weight_hh"], 3)                  # 3,H,H  W_hgᵀ
         S = np.empty((T + 1, N, H), dt)                            # h_0 … h_T (step order)
         S[0] = h0
