@@ -270,6 +270,7 @@ class LoopedGRUCell(GRUCell):
 @pytest.mark.parametrize("fast_path", [True, False])
 def test_fast_path_is_tried_first_and_remembered(fast_path, rng):
     reference = GRU(3, 4, num_layers=2, bidirectional=True, rng=0)
+    reference.fast_path = False                                  # the per-step loop, bit for bit
     layer = Recurrent(LoopedGRUCell, 3, 4, num_layers=2, bidirectional=True, rng=0)
     layer.fast_path = fast_path
     LoopedGRUCell.calls.clear()
