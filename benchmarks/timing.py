@@ -33,13 +33,23 @@ def pin_threads_from_argv(argv=None):
 CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
 
 
-def sample(run, pause=PAUSE, clock="wall"):
-    """Seconds one call of ``run`` takes, measured after ``pause`` seconds of quiet."""
+def sample(run, pause=PAUSE, clock="wall", repeat=1):
+    """Seconds one call of ``run`` takes, measured after ``pause`` seconds of quiet (the mean of ``repeat``
+    calls back to back: a call of a millisecond or less, timed alone after a pause, mostly measures threads
+    waking up)."""
     now = CLOCKS[clock]
     time.sleep(pause)
     start = now()
+    for _ in range(repeat):
+        run()
+    return (now() - start) / repeat
+
+
+def repeats_for(run, least=0.05):
+    """How many calls of ``run`` back to back take at least ``least`` seconds (at least one)."""
+    start = time.perf_counter()
     run()
-    return now() - start
+    return max(1, int(least / max(time.perf_counter() - start, 1e-6)) + 1)
 
 
 def median_seconds(run, repeats, pause=PAUSE, clock="wall"):
@@ -56,10 +66,11 @@ def rounds(runs, count, pause=PAUSE, clock="wall"):
     names = list(runs)
     for name in names:
         runs[name]()                                              # warm-up
+    repeat = {name: repeats_for(runs[name]) for name in names}
     times = {name: [] for name in names}
     for r in range(count):
         for name in names[r % len(names):] + names[:r % len(names)]:
-            times[name].append(sample(runs[name], pause, clock))
+            times[name].append(sample(runs[name], pause, clock, repeat[name]))
     return times
 
 
