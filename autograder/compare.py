@@ -155,6 +155,8 @@ LAYER_ORDER = ("in BPTT the gradient added to layer l's h is the dx that layer l
                "step walk the layers from the top down, reversed(range(num_layers))")
 TRANSPOSED_RETURN = ("one array here is the transpose of the other: a gradient came back (H, N) instead of "
                      "(N, H); check the order of the matrix product that makes it (da @ W, not (da @ W).T)")
+WEIGHT_GRAD_TRANSPOSED = ("a weight's gradient has the weight's own shape (out, in): for the term x @ W.T of "
+                          "forward it is da.T @ x (out, in), not x.T @ da (in, out)")
 UNBATCHED_NO_STATE = ("this case is unbatched, X is (T, I), and passes no initial state: the layer steps its "
                       "cells on a batch of one, so every state it makes is (1, H), and only the states it "
                       "returns drop that axis; let the cell make its own (cell.initial_state_part(j, N))")
@@ -190,7 +192,7 @@ def error_hints(error, where="", sequence=False):
     shapes = shapes or returned
     if shapes and shapes.group(1).replace(" ", "") == ",".join(reversed(shapes.group(2).replace(" ", "").split(","))) \
             and shapes.group(1) != shapes.group(2):
-        hints.append(TRANSPOSED_RETURN)
+        hints.append(WEIGHT_GRAD_TRANSPOSED if re.search(r"\bg(rads?)?\[[^\]]+\]\s*\+?=", line) else TRANSPOSED_RETURN)
     elif "operands could not be broadcast" in error:
         if sequence and "_route" in where:              # a gradient of layer l's width met layer l+1's
             hints.append(LAYER_ORDER)

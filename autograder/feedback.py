@@ -63,6 +63,8 @@ def label(name, config):
     if len(parts) == 3 and parts[0] in ("state_T", "d_state0") and parts[2] in config["states"]:
         if len(config["states"]) == 1:                       # one-state cells: an array (L, N, H)
             return f"{parts[0]}[{parts[1]}]"
+        if config.get("state_form") == "tuple":              # the LSTM: (h, c), each (L·D, N, ·)
+            return f"{parts[0]}[{config['states'].index(parts[2])}][{parts[1]}] ({parts[2]})"
         return f"{parts[0]}[{parts[1]}][{config['states'].index(parts[2])}] ({parts[2]})"
     return name
 
@@ -195,7 +197,9 @@ def judge_part(part, part_data, outcome, verbose=False):
     reports = [r if isinstance(r, dict) else {} for r in outcome.reports]
     statuses = {r.get("status") for r in reports}
     if statuses == {"not_implemented"}:
-        return 0.0, "not implemented", "not implemented yet"
+        where = _text(reports[0].get("where"), 600).split(": ", 1)[0]
+        return 0.0, "not implemented", "not implemented yet" + (f" (the first TODO it reached: {where})"
+                                                                 if where else "")
     if statuses == {"import_error"}:
         r = reports[0]
         where = _text(r.get("where"), 600)

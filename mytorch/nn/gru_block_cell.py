@@ -144,7 +144,7 @@ class GRUBlockCell(RecurrentCell):
             h_{k+1} = c + u ⊙ (h_k − c)           three products per step, in place
         """
         steps, X, (h0,), _ = begin_forward(self, X, state0, lengths, reverse)
-        # BEGIN SOLUTION
+        # BEGIN SOLUTION optional and not graded: the whole-sequence fast path (notebook 10 builds one); until it exists the layer runs your per-step forward
         T, N, H, I = steps.T, steps.N, self.hidden_size, self.input_size
         p, dt, recording = self.params, self.dtype, is_recording()
         W_x = np.stack([p["w_ru"][:I, :H], p["w_ru"][:I, H:], p["w_c"][:I]])           # 3,I,H  x rows of r, u, c
@@ -204,7 +204,7 @@ class GRUBlockCell(RecurrentCell):
         what T calls of ``backward`` add. Per step three products and a few in-place products run; the input
         gradient and every weight gradient are one product per gate over all steps."""
         record, steps, dY, (carry,) = begin_backward(self, dY, d_state_T)
-        # BEGIN SOLUTION
+        # BEGIN SOLUTION optional and not graded: the backward of your sequence_forward; until it exists the layer runs your per-step backward
         T, N, H, I = steps.T, steps.N, self.hidden_size, self.input_size
         p, g, dt = self.params, self.grads, self.dtype
         w_r_hT, w_u_hT, w_c_hT = (transposed(w) for w in (p["w_ru"][I:, :H], p["w_ru"][I:, H:], p["w_c"][I:]))

@@ -205,7 +205,7 @@ class GRUCell(RecurrentCell):
             r, z, n, h_{k+1} from GX_k and GH as in ``forward``, each written in place into its (T, N, H) array.
         """
         steps, X, (h0,), _ = begin_forward(self, X, state0, lengths, reverse)
-        # BEGIN SOLUTION
+        # BEGIN SOLUTION optional and not graded: the whole-sequence fast path (notebook 10 builds one); until it exists the layer runs your per-step forward
         T, N, H = steps.T, steps.N, self.hidden_size
         p, dt, recording = self.params, self.dtype, is_recording()
         X2 = X.reshape(T * N, self.input_size)                     # TN,I  (a copy in reverse)
@@ -267,7 +267,7 @@ class GRUCell(RecurrentCell):
         what T calls of ``backward`` add. Per step only the recurrent products and a few in-place products run;
         the input gradient and every weight gradient are one product per gate over all steps."""
         record, steps, dY, (carry,) = begin_backward(self, dY, d_state_T)
-        # BEGIN SOLUTION
+        # BEGIN SOLUTION optional and not graded: the backward of your sequence_forward; until it exists the layer runs your per-step backward
         T, N, H = steps.T, steps.N, self.hidden_size
         p, g, dt = self.params, self.grads, self.dtype
         DA = np.empty((3, T, N, H), dt)                            # da_r, da_z, da_n: d(x W_igᵀ + b_ig)

@@ -93,7 +93,7 @@ class RNNCell(RecurrentCell):
             h_{k+1} = act(h_k W_hhᵀ + PX_k)         per step, W_hhᵀ made contiguous once  (N, H)
         """
         steps, X, (h0,), _ = begin_forward(self, X, state0, lengths, reverse)
-        # BEGIN SOLUTION
+        # BEGIN SOLUTION optional and not graded: the whole-sequence fast path (notebook 10 builds one); until it exists the layer runs your per-step forward
         T, N, H = steps.T, steps.N, self.hidden_size
         p, dt = self.params, self.dtype
         X2 = X.reshape(T * N, self.input_size)                     # TN,I  (a copy in reverse)
@@ -126,7 +126,7 @@ class RNNCell(RecurrentCell):
         what T calls of ``backward`` add. Per step only the recurrent product runs; the input gradient and
         every weight gradient are one product each over all steps."""
         record, steps, dY, (carry,) = begin_backward(self, dY, d_state_T)
-        # BEGIN SOLUTION
+        # BEGIN SOLUTION optional and not graded: the backward of your sequence_forward; until it exists the layer runs your per-step backward
         T, N, H = steps.T, steps.N, self.hidden_size
         p, g, dt = self.params, self.grads, self.dtype
         DA = np.empty((T, N, H), dt)                               # da = d(x W_ihᵀ + h W_hhᵀ + biases)

@@ -186,7 +186,7 @@ class TGRUCell(RecurrentCell):
         reaches ``grads['hidden_state']`` / ``grads['memory']``, as in ``forward``.
         """
         steps, X, (h0, m0), defaulted = begin_forward(self, X, state0, lengths, reverse)
-        # BEGIN SOLUTION
+        # BEGIN SOLUTION optional and not graded: the whole-sequence fast path (notebook 10 builds one); until it exists the layer runs your per-step forward
         T, N, H, I = steps.T, steps.N, self.hidden_size, self.input_size
         p, dt = self.params, self.dtype
         M = np.empty((T + 1, N, I), dt)                            # the memory before each step, and m_T
@@ -227,7 +227,7 @@ class TGRUCell(RecurrentCell):
         what T calls of ``backward`` add. Only the scan of dh runs step by step; every gate gradient, the
         input gradient and every weight gradient are computed for all steps at once."""
         record, steps, dY, (carry_h, carry_m) = begin_backward(self, dY, d_state_T)
-        # BEGIN SOLUTION
+        # BEGIN SOLUTION optional and not graded: the backward of your sequence_forward; until it exists the layer runs your per-step backward
         # Backward, with D_k = dL/dh_{k+1} from the scan D_k = dY_k + D_{k+1} ⊙ f_{k+1}:
         #     dA_z, dA_f, dA_o = D ⊙ o, D ⊙ h f(1 − f), D ⊙ z(1 − o²)     (T, N, H) each, zero at idle steps
         #     per gate: dW_ig += dA_gᵀ X,  dW_hg += dA_gᵀ M,  db_g += Σ dA_g,  dX = Σ_g dA_g W_ig,  dM = Σ_g dA_g W_hg
