@@ -9,6 +9,8 @@ import errno
 import os
 import pwd
 import secrets
+import shutil
+import stat
 import subprocess
 import sys
 import time
@@ -72,6 +74,10 @@ def resolve_fresh_seed(value):
 def resolve_solution(args, fresh_seed):
     if fresh_seed is None:
         return None
+    if args.solution is None and not os.path.isfile(os.path.join(HERE, "generate.py")):
+        # a student handout (it ships no generator): "this checkout" is the submission itself
+        raise SystemExit("python -m autograder: error: --fresh-seed needs the instructor's solution, "
+                         "--solution DIR: in a student handout this folder's mytorch is the one being graded")
     solution = os.path.abspath(args.solution or os.path.dirname(HERE))
     if not os.path.isfile(os.path.join(solution, "mytorch", "__init__.py")):
         raise SystemExit(f"python -m autograder: error: --fresh-seed needs the solution: no mytorch in {solution} "
@@ -117,19 +123,44 @@ def resolve_python(parser, path, user=None):
     return python
 
 
+class ResultsNotWritten(str):
+    """Why the results file could not be written (falsy results of ``write_results`` carry one)."""
+
+    def __bool__(self):
+        return False
+
+
 def write_results(path, payload, user=None):
-    """Write the results file atomically; if the disk is full, free what student code left and try again.
-    Returns False (after saying why on stderr) if it still cannot be written."""
+    """Write the results file atomically; if the disk is full, free what student code left and try again; if
+    something was put in the way (a folder at the path, a folder made read-only: student code runs as the same
+    user in local mode), clear it and try again. Returns True, or a falsy ``ResultsNotWritten`` after saying
+    why on stderr."""
     for attempt in range(2):
         try:
             report.write_json(path, payload)
             return True
         except OSError as error:
-            if error.errno not in FULL_DISK or attempt:
+            if attempt or not (_free_space(user) if error.errno in FULL_DISK else _clear_the_way(path)):
                 print(f"Could not write the results to {path}: {error.strerror or error}", file=sys.stderr)
-                return False
-            sandbox.free_space(user)
-    return False
+                return ResultsNotWritten("disk full" if error.errno in FULL_DISK else "blocked")
+    return ResultsNotWritten("blocked")
+
+
+def _free_space(user):
+    sandbox.free_space(user)
+    return True
+
+
+def _clear_the_way(path):
+    """Remove a folder standing at the results path and make its folder writable again; True if it tried."""
+    try:
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        folder = os.path.dirname(os.path.abspath(path))
+        os.chmod(folder, os.stat(folder).st_mode | stat.S_IWUSR | stat.S_IXUSR)
+        return True
+    except OSError:
+        return False
 
 
 def _placeholder(parts, message):
@@ -174,6 +205,10 @@ def main_grade(argv):
         if results_path:                                  # written always, even if grading itself broke
             if len(results) != len(parts):
                 results = _placeholder(parts, "the grader stopped before grading this part")
-            if write_results(results_path, report.gradescope(results, time.monotonic() - start), user):
+            written = write_results(results_path, report.gradescope(results, time.monotonic() - start), user)
+            if written:
                 console.print(f"Results written to {results_path}")
+            elif written == "blocked":                  # what is at that path now is not this run's result
+                print(f"The file at {results_path} is not the result of this run.", file=sys.stderr)
+                return 1
     return 0

@@ -15,6 +15,8 @@ and the student's line it was raised at.
 import re
 
 from autograder import compare
+from autograder.driver import PROVIDED_FILES, PROVIDED_FUNCTIONS     # plain tables; imported now, never after
+                                                                    # student code has run (it may edit the file)
 
 MAX_TEXT = 2000                  # characters kept of any one string the child sent
 MAX_ITEMS = 20                   # entries kept of any list the child sent
@@ -167,7 +169,6 @@ def where_it_hung(output):
     is printed by the child shortly before its time is up. It is text the child controls, so it only ever
     becomes part of a message.
     """
-    from autograder.driver import PROVIDED_FILES, PROVIDED_FUNCTIONS          # plain tables, no mytorch
 
     frames = re.findall(r'File "[^"\n]*?/(mytorch/[^"\n]{1,200})", line (\d{1,7}) in (\w{1,100})', output)
     for path, line, function in frames:

@@ -116,3 +116,39 @@ def test_no_mytorch_at_all(tmp_path):
     proc = run_cli(["1.1", "--submission", str(tmp_path / "empty"), "--json", str(tmp_path / "r.json")])
     assert proc.returncode == 0 and "No mytorch package" in proc.stdout
     assert "importing mytorch failed" in load_results(tmp_path / "r.json")["tests"][0]["output"]
+
+
+def test_editing_any_grader_module_then_hanging_changes_nothing_in_the_grader(tmp_path):
+    """Every grader module the parent uses is imported before student code runs: a submission that appends
+    code to each of them (local mode lets it write there) and then hangs until the part times out must
+    not get that code run in the grading process."""
+    grader = make_grader_copy(tmp_path / "grader")
+    folder = os.path.join(grader, "autograder")
+    inject = ("import glob\n"
+              f"for f in glob.glob({folder!r} + '/*.py'):\n"
+              "    open(f, 'a').write('\\nimport sys\\nif not sys.argv[0].endswith(\"worker.py\"):\\n'\n"
+              "                       '    open(' + repr(f + '.ran') + ', \"w\").close()\\n')\n"
+              "while True:\n    pass")
+    sub = make_submission(tmp_path / "sub", hostile(inject))
+    proc = run_cli(["1.1", "2.1", "--submission", sub, "--timeout", "3", "--json", str(tmp_path / "r.json")],
+                   cwd=grader)
+    assert proc.returncode == 0, proc.stderr
+    assert not [f for f in os.listdir(folder) if f.endswith(".ran")], "grader code edited by the submission ran"
+    tests = check_gradescope(load_results(tmp_path / "r.json"))
+    assert tests["2.1"]["score"] == 0 and "did not finish within 3 s" in tests["2.1"]["output"]
+
+
+def test_a_folder_put_at_the_results_path_is_cleared(grader, tmp_path):
+    results_path = tmp_path / "results.json"
+    block = f"import os\nos.makedirs({str(results_path)!r} + '/x', exist_ok=True)"
+    sub = make_submission(tmp_path / "sub", hostile(block))
+    proc = run_cli(["1.1", "2.1", "--submission", sub, "--json", str(results_path)], cwd=grader)
+    assert proc.returncode == 0, proc.stderr
+    assert load_results(results_path)["score"] == spec.PARTS_BY_NUMBER["1.1"].points
+
+
+def test_fresh_seed_in_a_student_handout_needs_the_instructors_solution(tmp_path):
+    grader = make_grader_copy(tmp_path / "grader")
+    os.remove(os.path.join(grader, "autograder", "generate.py"))               # as the handout ships it
+    proc = run_cli(["1.1", "--fresh-seed", "5", "--submission", make_submission(tmp_path / "sub")], cwd=grader)
+    assert proc.returncode != 0 and "--solution DIR" in proc.stderr
