@@ -33,8 +33,8 @@ class Part:
     points: int
     kind: str                    # forward | backward | sequence
     cell: str
-    shapes: tuple                # per case: (N, I, H, flags, steps[, interface or layers, batch_first
-                                 #            [, bidirectional, lengths]])
+    shapes: tuple                # per case: (N, I, H, flags, steps[, layers, batch_first][, options])
+                                 # options: a dict (see make_case), or an interface name for cells
 
     @property
     def id(self):

@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from mytorch.nn import CELLS, GMU, GRU, RNN, TGRU, GRUBlock, GRUCell, Linear
+from mytorch.nn import GMU, GRU, RNN, TGRU, GRUBlock, GRUCell, Linear
 from tests.conftest import needs_torch, random_state
 
 LAYERS = (RNN, GRU, GRUBlock, GMU, TGRU)

@@ -143,7 +143,7 @@ def sequence_forward(config, inputs, p, X, state0):
 @pytest.mark.parametrize("part", SEQ_PARTS, ids=lambda p: p.number)
 def test_sequence_parts_against_the_oracle(part):
     for config, inputs, expected in cases(part):
-        p, L, H, I = params_of(inputs), config["layers"] * directions(config), config["H"], config["I"]
+        p, L = params_of(inputs), config["layers"] * directions(config)
         D = directions(config)
         X = inputs["X"].copy()
         time_major = X if X.ndim == 2 or not config["batch_first"] else X.transpose(1, 0, 2)
