@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 
-from autograder import grade, reaper, report, sandbox, spec, untrusted
+from autograder import grade, interpreter, reaper, report, sandbox, spec, untrusted
 
 GRADESCOPE_RESULTS = "/autograder/results/results.json"
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -101,7 +101,8 @@ def resolve_user(parser, name):
 
 
 def resolve_python(parser, path, user=None):
-    """The child's Python (None: this one), checked to run and import numpy as ``user`` when there is one."""
+    """The child's Python (None: this one), checked to run and import numpy as ``user`` when there is one,
+    and refused if ``user`` could change what it or the grader's own Python runs (``interpreter``)."""
     if path is not None and not (os.path.isfile(path) and os.access(path, os.X_OK)):
         parser.error(f"--python: {path} is not an executable file")
     python = os.path.abspath(path) if path is not None else None
@@ -120,6 +121,10 @@ def resolve_python(parser, path, user=None):
             parser.error(f"user {user.pw_name} cannot run {python or sys.executable} with numpy "
                          f"({untrusted.text(' '.join(problem), 300)}): give --python PATH, e.g. a venv made from "
                          "the system Python with numpy installed")
+        for _, path in interpreter.exposed(sorted({python or sys.executable, sys.executable}), [user]):
+            parser.error(f"user {user.pw_name} could change {path}, which a Python of this run (--python or the "
+                         "grader's) runs: student code could plant code there; make it writable by root alone, "
+                         "or give --python a venv owned by root")
     return python
 
 
@@ -201,7 +206,7 @@ def main_grade(argv):
     finally:
         reaper.end_orphans()                              # every child is dead before the results are written
         if user is not None:
-            reaper.kill_user(user)
+            sandbox.clear_user(user)
         if results_path:                                  # written always, even if grading itself broke
             if len(results) != len(parts):
                 results = _placeholder(parts, "the grader stopped before grading this part")

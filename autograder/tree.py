@@ -45,12 +45,12 @@ def _open_dir(name, dir_fd):
         return os.open(name, _DIR, dir_fd=dir_fd)
 
 
-def walk(top, depth=DEPTH, entries=ENTRIES):
+def walk(top, depth=DEPTH, entries=ENTRIES, everything=False):
     """Yield ``(relative folder, folder fd, dirs, files)`` top-down for ``top`` and every folder below it, like
-    ``os.fwalk``: ``dirs`` (sorted; prune it in place to skip some) and ``files`` (sorted: regular files only;
-    links, FIFOs, devices and sockets are left out) are names in the folder open as ``folder fd``, valid until
-    the next step. Raises TreeError past ``depth`` levels or ``entries`` entries, OSError if ``top`` is not a
-    folder (a link to one is not)."""
+    ``os.fwalk``: ``dirs`` (sorted; prune it in place to skip some) and ``files`` (sorted: regular files only,
+    unless ``everything``: then links, FIFOs, devices and sockets too) are names in the folder open as
+    ``folder fd``, valid until the next step. Raises TreeError past ``depth`` levels or ``entries`` entries,
+    OSError if ``top`` is not a folder (a link to one is not)."""
     seen = 0
     frames = []                                           # [fd, relative path, level, folders still to visit]
     try:
@@ -67,7 +67,7 @@ def walk(top, depth=DEPTH, entries=ENTRIES):
                             raise TreeError(f"it holds more than {entries} files and folders")
                         if entry.is_dir(follow_symlinks=False):
                             dirs.append(entry.name)
-                        elif entry.is_file(follow_symlinks=False):
+                        elif everything or entry.is_file(follow_symlinks=False):
                             files.append(entry.name)
                 dirs.sort()
                 files.sort()
