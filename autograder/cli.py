@@ -9,13 +9,12 @@ import errno
 import os
 import pwd
 import secrets
-import shutil
 import stat
 import subprocess
 import sys
 import time
 
-from autograder import grade, interpreter, reaper, report, sandbox, spec, untrusted
+from autograder import grade, interpreter, reaper, report, sandbox, spec, tree, untrusted
 
 GRADESCOPE_RESULTS = "/autograder/results/results.json"
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -159,8 +158,8 @@ def _free_space(user):
 def _clear_the_way(path):
     """Remove a folder standing at the results path and make its folder writable again; True if it tried."""
     try:
-        if os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path)
+        if os.path.isdir(path) and not os.path.islink(path) and not tree.remove(path):
+            return False
         folder = os.path.dirname(os.path.abspath(path))
         os.chmod(folder, os.stat(folder).st_mode | stat.S_IWUSR | stat.S_IXUSR)
         return True
