@@ -205,7 +205,10 @@ def test_gradescope_upload_deeper_than_the_walk_still_writes_results(tmp_path):
     def deep(sub):
         make_submission(sub)
         _chain(str(sub), 1100)
-    proc, results, left = _gradescope(tmp_path, deep)
+    try:
+        proc, results, left = _gradescope(tmp_path, deep)
+    finally:
+        tree.remove(str(tmp_path / "autograder" / "submission"))       # pytest's own cleanup would recurse
     assert proc.returncode == 0 and "Traceback" not in proc.log, proc.log
     tests = check_gradescope(results)
     assert all(t["score"] == 0 and f"more than {gradescope.WALK_DEPTH} levels" in t["output"]
