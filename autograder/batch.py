@@ -80,9 +80,10 @@ def write_csv(path, all_results):
         raise
 
 
-def sandbox_users(parser, value, jobs, python):
+def sandbox_users(parser, value, jobs, python, solution=None):
     """The identity pool of ``--run-as`` (None without it) and the checked Python; usage errors for a pool
-    that cannot be used, a Python a sandbox user cannot run or could change, or grader files it could change."""
+    that cannot be used, a Python a sandbox user cannot run or could change, or grader files (or the
+    solution) it could change."""
     if value is None:
         return None, cli.resolve_python(parser, python)
     if os.geteuid() != 0:
@@ -95,10 +96,9 @@ def sandbox_users(parser, value, jobs, python):
         grader = os.path.dirname(os.path.abspath(grade.__file__))
         for user in users.users:
             python = cli.resolve_python(parser, python, user)
-            exposed = isolation.writable_by([grader], user)
-            if exposed:
-                parser.error(f"user {user.pw_name} could change the grader's files, e.g. {exposed[0]}: make them "
-                             "writable by root alone first")
+            cli.refuse_writable(parser, user, [grader], "the grader's files")
+            cli.refuse_writable(parser, user, [os.path.join(solution, "mytorch")] if solution else [],
+                                "the solution, which runs as root")
     except BaseException:
         users.close()
         raise
@@ -171,7 +171,7 @@ def main(argv):
     jobs = args.jobs or os.cpu_count() or 1
     fresh_seed = cli.resolve_fresh_seed(args.fresh_seed)
     solution = cli.resolve_solution(args, fresh_seed)
-    users, python = sandbox_users(parser, args.run_as, jobs, args.python)
+    users, python = sandbox_users(parser, args.run_as, jobs, args.python, solution)
     if users is None:
         print(no_isolation_warning(), file=sys.stderr)
     at_once = jobs if users is None else min(jobs, len(users.users))    # never two submissions per user

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 
-from autograder import grade, interpreter, reaper, report, sandbox, spec, tree, untrusted
+from autograder import grade, interpreter, isolation, reaper, report, sandbox, spec, tree, untrusted
 
 GRADESCOPE_RESULTS = "/autograder/results/results.json"
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -127,6 +127,19 @@ def resolve_python(parser, path, user=None):
     return python
 
 
+def refuse_writable(parser, user, paths, what):
+    """A usage error if ``user`` could change anything in ``paths`` (``what`` names them in the message)."""
+    if user is None or not paths:
+        return
+    try:
+        exposed = isolation.writable_by(paths, user)
+    except (OSError, tree.TreeError) as error:
+        exposed = [f"{paths[0]} (it could not be checked: {error})"]
+    if exposed:
+        parser.error(f"user {user.pw_name} could change {what}, e.g. {exposed[0]}: make them writable by root "
+                     "alone first")
+
+
 class ResultsNotWritten(str):
     """Why the results file could not be written (falsy results of ``write_results`` carry one)."""
 
@@ -183,6 +196,8 @@ def main_grade(argv):
     python = resolve_python(parser, args.python, user)
     fresh_seed = resolve_fresh_seed(args.fresh_seed)
     solution = resolve_solution(args, fresh_seed)
+    refuse_writable(parser, user, [os.path.join(solution, "mytorch")] if solution else [],
+                    "the solution, which runs as root")
     results_path = args.json or (GRADESCOPE_RESULTS if args.gradescope else None)
     start = time.monotonic()
     results = []

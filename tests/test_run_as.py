@@ -214,10 +214,11 @@ NEIGHBOUR = (
     "raise ValueError('broken')")
 
 
-def _batch(subs, run_as, python, temp, jobs=2, extra_env=None):
+def _batch(subs, run_as, python, temp, jobs=2, extra_env=None, extra=()):
     env = dict(os.environ, PYTHONPATH="", TMPDIR=temp, **(extra_env or {}))
     return subprocess.run([sys.executable, "-m", "autograder", "batch", subs, "--run-as", run_as, "--python", python,
-                           "--jobs", str(jobs)], cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+                           "--jobs", str(jobs), *extra], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=900)
 
 
 def _scores(subs):
@@ -226,9 +227,9 @@ def _scores(subs):
 
 
 def test_batch_pool_keeps_concurrent_submissions_apart(sandbox_user):
-    """Two users, two jobs: the attacker fills every folder it can reach with 1500-deep chains and leaves IPC
-    objects (with no IPC namespace, so their removal is what is tested); the honest ones score 100, one
-    folder too deep scores 0 with the reason, and nothing of either user is left."""
+    """Two users, two jobs, fresh cases: the attacker fills every folder it can reach with 1500-deep chains and
+    leaves IPC objects (with no IPC namespace, so their removal is what is tested); the honest ones score 100,
+    one folder too deep scores 0 with the reason, and nothing of either user is left."""
     make_user, python, home = sandbox_user
     users = [make_user(), make_user()]
     root = _world_readable_dir(os.path.join(home, "pool-"))
@@ -240,7 +241,7 @@ def test_batch_pool_keeps_concurrent_submissions_apart(sandbox_user):
     deep = make_submission(os.path.join(subs, "dave"))
     os.makedirs(os.path.join(deep, "mytorch", *["d"] * 40))
     proc = _batch(subs, ",".join(u.pw_name for u in users), python, temp,
-                  extra_env={"MYTORCH_GRADER_IPC_NAMESPACE": "0"})
+                  extra_env={"MYTORCH_GRADER_IPC_NAMESPACE": "0"}, extra=["--fresh-seed", "11"])
     assert proc.returncode == 0, proc.stderr
     assert "graded 5/5 submissions" in proc.stderr and "Traceback" not in proc.stderr
     scores = _scores(subs)
@@ -288,3 +289,19 @@ def test_a_python_the_sandbox_user_could_change_is_refused(sandbox_user):
     make_submission(os.path.join(subs, "alice"))
     proc = _batch(subs, user.pw_name, python, tempfile.gettempdir())
     assert proc.returncode == 0 and _scores(subs)["alice"] == 100      # the same Python, once it is root's alone
+
+
+def test_a_solution_the_sandbox_user_could_change_is_refused(sandbox_user, tmp_path):
+    """The solution's child runs as root under --fresh-seed: a file of it the user may write is refused."""
+    make_user, python, home = sandbox_user
+    user = make_user()
+    solution = make_submission(tmp_path / "solution")
+    os.chown(os.path.join(solution, "mytorch", "functional.py"), user.pw_uid, user.pw_gid)
+    subs = os.path.join(_world_readable_dir(os.path.join(home, "solution-")), "subs")
+    make_submission(os.path.join(subs, "alice"))
+    for command in (["1.1", "--submission", os.path.join(subs, "alice")], ["batch", subs]):
+        proc = subprocess.run([sys.executable, "-m", "autograder", *command, "--run-as", user.pw_name, "--python",
+                               python, "--fresh-seed", "3", "--solution", solution], cwd=REPO,
+                              env=dict(os.environ, PYTHONPATH=""), capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert f"user {user.pw_name} could change the solution, which runs as root" in proc.stderr
