@@ -38,7 +38,8 @@ def add_common(parser):
                         help="folder holding the instructor's solution mytorch (default: this checkout)")
     parser.add_argument("--jobs", type=int, default=None, metavar="N", help="parallel child processes")
     parser.add_argument("--run-as", default=None, metavar="USER",
-                        help="run student code as this unprivileged user (needs root)")
+                        help="run student code as this unprivileged user (needs root); batch also takes "
+                             "USER1,USER2,... or 'PREFIX*' (users it makes and deletes): one per submission")
     parser.add_argument("--python", default=None, metavar="PATH",
                         help="the Python (with numpy) that runs student code; with --run-as that user must be "
                              "able to run it (default: this Python)")
