@@ -55,12 +55,12 @@ def reference(part, fresh_seed, solution, timeout, memory_mb, manifest, python=N
         return error
 
 
-def grade_part(part, part_data, root, timeout, memory_mb, verbose, user, python=None, worker=None):
+def grade_part(part, part_data, root, timeout, memory_mb, verbose, user, python=None, worker=None, bytecode=None):
     if isinstance(part_data, data.ReferenceDataError):
         return PartResult(part, 0.0, "error", f"Cannot grade this part: {part_data}")
     try:
         outcome = sandbox.run_child(root, part_data.configs, part_data.inputs, timeout=timeout, memory_mb=memory_mb,
-                                    user=user, python=python, zygote=worker)
+                                    user=user, python=python, zygote=worker, bytecode=bytecode)
         result = judge(part, part_data, outcome, verbose)
     except Exception as error:          # a fault of the grader itself: this part scores 0, the others go on
         result = PartResult(part, 0.0, "error", f"The grader failed on this part ({type(error).__name__}: {error}); "
@@ -99,9 +99,11 @@ def grade(root, parts=None, timeout=20.0, memory_mb=1024, verbose=False, fresh_s
     try:
         if loaded is None:
             loaded = references(parts, fresh_seed, solution, timeout, memory_mb, jobs, python)
+        bytecode = sandbox.compiled(root, timeout, memory_mb, user, worker)     # compiled once, not per part
         with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
             def graded(part, part_data):
-                result = grade_part(part, part_data, root, timeout, memory_mb, verbose, user, python, worker)
+                result = grade_part(part, part_data, root, timeout, memory_mb, verbose, user, python, worker,
+                                    bytecode)
                 if progress is not None:
                     progress(result)
                 return result
