@@ -1,30 +1,33 @@
 """Instructors: grade every submission in a folder, in parallel, and write a CSV of scores.
 
-    python -m autograder batch DIR --run-as USER [--python PATH] [--jobs N] [--csv PATH] [--timeout S]
-                                   [--fresh-seed [SEED]]
+    python -m autograder batch DIR --run-as USER[,USER...]|'PREFIX*' [--python PATH] [--jobs N] [--csv PATH]
+                                   [--timeout S] [--fresh-seed [SEED]]
 
 Each sub-folder of DIR that holds ``mytorch/`` is one submission (named by the folder). The CSV has one row
 per submission: its name, the score of every part, and the total. One seed is drawn for the whole batch, so
 every submission is graded on the same cases.
 
-Isolation, which is why a class is graded as root with ``--run-as USER`` (an unprivileged user made for
-grading): every reference is read once before any student code runs; every submission's ``mytorch`` is
-copied first into a private folder of the grader's, and student code runs on that copy as USER, who can
-write neither the copies, nor the grader's code and reference data (checked before starting), nor the
-CSV, which the grader writes at the end. Without ``--run-as`` it says plainly that there is no isolation.
+Isolation, which is why a class is graded as root with ``--run-as`` (unprivileged users made for grading;
+see ``identities``): every reference is read once before any student code runs; every submission's
+``mytorch`` is copied first into a folder of the grader's that only the user grading it may read, and student
+code runs on that copy; submissions graded at the same time run as different users, and a user's processes,
+IPC objects and temporary files are gone before it grades the next one. No sandbox user can write the
+copies, the grader's code and reference data, or the Python that runs student code (both checked before
+starting), nor the CSV, which the grader writes at the end. One submission that breaks anything (a copy
+refused, a tree too deep, a fault of the grader) scores 0 with the reason; the others are graded. Without
+``--run-as`` it says plainly that there is no isolation.
 """
 import argparse
 import concurrent.futures
 import csv
 import io
 import os
-import shutil
 import sys
 import tempfile
 import threading
 import time
 
-from autograder import cli, grade, isolation, reaper, report, spec, untrusted
+from autograder import cli, grade, identities, isolation, reaper, report, spec, tree, untrusted
 
 
 def submissions(folder):
@@ -77,6 +80,79 @@ def write_csv(path, all_results):
         raise
 
 
+def sandbox_users(parser, value, jobs, python, solution=None):
+    """The identity pool of ``--run-as`` (None without it) and the checked Python; usage errors for a pool
+    that cannot be used, a Python a sandbox user cannot run or could change, or grader files (or the
+    solution) it could change."""
+    if value is None:
+        return None, cli.resolve_python(parser, python)
+    if os.geteuid() != 0:
+        parser.error("--run-as needs root")
+    try:
+        users = identities.pool(value, jobs)
+    except identities.IdentityError as error:
+        parser.error(f"--run-as: {error}")
+    try:
+        grader = os.path.dirname(os.path.abspath(grade.__file__))
+        for user in users.users:
+            python = cli.resolve_python(parser, python, user)
+            cli.refuse_writable(parser, user, [grader], "the grader's files")
+            cli.refuse_writable(parser, user, [os.path.join(solution, "mytorch")] if solution else [],
+                                "the solution, which runs as root")
+    except BaseException:
+        users.close()
+        raise
+    return users, python
+
+
+def stage(source, folder):
+    """A private copy of the package ``source`` as ``folder``/mytorch, ``folder`` readable by root alone
+    until ``lend`` hands it to the user grading it. Returns the copy, or the error that refused it."""
+    try:
+        os.makedirs(folder, mode=0o700)
+        copy = isolation.private_copy(source, os.path.join(folder, "mytorch"))
+        os.chmod(folder, 0o700)
+        return copy
+    except (OSError, isolation.CopyError, tree.TreeError) as error:
+        return error
+
+
+def lend(copy, user):
+    """Let ``user`` alone read the copy: its folder becomes theirs, read and search only."""
+    folder = os.path.dirname(copy)
+    os.chown(folder, user.pw_uid, 0)
+    os.chmod(folder, 0o500)
+
+
+def grade_one(copy, users, **options):
+    """One submission's results; whatever goes wrong, a score of 0 for every part with the reason, so the
+    class is graded on. The copy is removed once its user's lease has ended (no process of it is left), so
+    the user's next submission cannot read it."""
+    try:
+        return _grade_copy(copy, users, options)
+    finally:
+        if not isinstance(copy, Exception):
+            tree.remove(os.path.dirname(copy))
+
+
+def _grade_copy(copy, users, options):
+    if isinstance(copy, Exception):
+        return _zero(f"the submission could not be copied ({untrusted.text(str(copy), 300)})")
+    try:
+        if users is None:
+            return grade.grade(os.path.dirname(copy), spec.PARTS, user=None, **options)
+        with users.lease() as user:
+            lend(copy, user)
+            return grade.grade(os.path.dirname(copy), spec.PARTS, user=user, **options)
+    except Exception as error:
+        return _zero(f"the grader failed on this submission ({type(error).__name__}: "
+                     f"{untrusted.text(str(error), 300)}); please report it")
+
+
+def _zero(problem):
+    return [grade.PartResult(p, 0.0, "error", problem) for p in spec.PARTS]
+
+
 def main(argv):
     parser = argparse.ArgumentParser(prog="python -m autograder batch", description=__doc__.split("\n\n")[0])
     parser.add_argument("folder", metavar="DIR")
@@ -92,50 +168,39 @@ def main(argv):
     names = submissions(folder)
     if not names:
         parser.error(f"no submissions in {args.folder} (each must be a folder holding mytorch/)")
-    user = cli.resolve_user(parser, args.run_as)
-    python = cli.resolve_python(parser, args.python, user)
-    if user is None:
-        print(no_isolation_warning(), file=sys.stderr)
-    else:
-        exposed = isolation.writable_by([os.path.dirname(os.path.abspath(grade.__file__))], user)
-        if exposed:
-            parser.error(f"user {user.pw_name} could change the grader's files, e.g. {exposed[0]}: make them "
-                         "writable by root alone first")
+    jobs = args.jobs or os.cpu_count() or 1
     fresh_seed = cli.resolve_fresh_seed(args.fresh_seed)
     solution = cli.resolve_solution(args, fresh_seed)
-    jobs = args.jobs or os.cpu_count() or 1
-    reaper.become_subreaper()
-    loaded = grade.references(spec.PARTS, fresh_seed, solution, args.timeout, args.memory, jobs, python)
-    staging = tempfile.mkdtemp(prefix="mytorch-batch-")
-    os.chmod(staging, 0o755)
-    progress = Progress(len(names))
+    users, python = sandbox_users(parser, args.run_as, jobs, args.python, solution)
+    if users is None:
+        print(no_isolation_warning(), file=sys.stderr)
+    at_once = jobs if users is None else min(jobs, len(users.users))    # never two submissions per user
+    staging = None
     try:
-        copies = {}
-        for k, name in enumerate(names):                  # every copy is made before any student code runs
-            try:
-                copies[name] = isolation.private_copy(os.path.join(folder, name, "mytorch"),
-                                                      os.path.join(staging, str(k), "mytorch"))
-            except (OSError, isolation.CopyError) as error:
-                copies[name] = error
+        reaper.become_subreaper()
+        loaded = grade.references(spec.PARTS, fresh_seed, solution, args.timeout, args.memory, jobs, python)
+        staging = tempfile.mkdtemp(prefix="mytorch-batch-")
+        os.chmod(staging, 0o711)                          # others may pass through, to their own copy alone
+        progress = Progress(len(names))
+        # every copy is made before any student code runs
+        copies = {name: stage(os.path.join(folder, name, "mytorch"), os.path.join(staging, str(k)))
+                  for k, name in enumerate(names)}
+        options = dict(timeout=args.timeout, memory_mb=args.memory, jobs=max(1, jobs // at_once), python=python,
+                       loaded=loaded)
 
         def one(name):
-            copy = copies[name]
-            if isinstance(copy, Exception):
-                results = [grade.PartResult(p, 0.0, "error", f"the submission could not be copied ({copy})")
-                           for p in spec.PARTS]
-            else:
-                results = grade.grade(os.path.dirname(copy), spec.PARTS, timeout=args.timeout,
-                                      memory_mb=args.memory, jobs=1, user=user, python=python, loaded=loaded)
+            results = grade_one(copies[name], users, **options)
             progress.step()
             return results
 
-        with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=at_once) as pool:
             all_results = dict(zip(names, pool.map(one, names)))
     finally:
         reaper.end_orphans()
-        if user is not None:
-            reaper.kill_user(user)
-        shutil.rmtree(staging, ignore_errors=True)
+        if users is not None:
+            users.close()
+        if staging is not None:
+            tree.remove(staging)
     path = args.csv or os.path.join(folder, "scores.csv")
     write_csv(path, all_results)
     for name, results in all_results.items():

@@ -9,13 +9,12 @@ import errno
 import os
 import pwd
 import secrets
-import shutil
 import stat
 import subprocess
 import sys
 import time
 
-from autograder import grade, reaper, report, sandbox, spec, untrusted
+from autograder import grade, interpreter, isolation, reaper, report, sandbox, spec, tree, untrusted
 
 GRADESCOPE_RESULTS = "/autograder/results/results.json"
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -101,7 +100,8 @@ def resolve_user(parser, name):
 
 
 def resolve_python(parser, path, user=None):
-    """The child's Python (None: this one), checked to run and import numpy as ``user`` when there is one."""
+    """The child's Python (None: this one), checked to run and import numpy as ``user`` when there is one,
+    and refused if ``user`` could change what it or the grader's own Python runs (``interpreter``)."""
     if path is not None and not (os.path.isfile(path) and os.access(path, os.X_OK)):
         parser.error(f"--python: {path} is not an executable file")
     python = os.path.abspath(path) if path is not None else None
@@ -120,7 +120,24 @@ def resolve_python(parser, path, user=None):
             parser.error(f"user {user.pw_name} cannot run {python or sys.executable} with numpy "
                          f"({untrusted.text(' '.join(problem), 300)}): give --python PATH, e.g. a venv made from "
                          "the system Python with numpy installed")
+        for _, path in interpreter.exposed(sorted({python or sys.executable, sys.executable}), [user]):
+            parser.error(f"user {user.pw_name} could change {path}, which a Python of this run (--python or the "
+                         "grader's) runs: student code could plant code there; make it writable by root alone, "
+                         "or give --python a venv owned by root")
     return python
+
+
+def refuse_writable(parser, user, paths, what):
+    """A usage error if ``user`` could change anything in ``paths`` (``what`` names them in the message)."""
+    if user is None or not paths:
+        return
+    try:
+        exposed = isolation.writable_by(paths, user)
+    except (OSError, tree.TreeError) as error:
+        exposed = [f"{paths[0]} (it could not be checked: {error})"]
+    if exposed:
+        parser.error(f"user {user.pw_name} could change {what}, e.g. {exposed[0]}: make them writable by root "
+                     "alone first")
 
 
 class ResultsNotWritten(str):
@@ -154,8 +171,8 @@ def _free_space(user):
 def _clear_the_way(path):
     """Remove a folder standing at the results path and make its folder writable again; True if it tried."""
     try:
-        if os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path)
+        if os.path.isdir(path) and not os.path.islink(path) and not tree.remove(path):
+            return False
         folder = os.path.dirname(os.path.abspath(path))
         os.chmod(folder, os.stat(folder).st_mode | stat.S_IWUSR | stat.S_IXUSR)
         return True
@@ -179,6 +196,8 @@ def main_grade(argv):
     python = resolve_python(parser, args.python, user)
     fresh_seed = resolve_fresh_seed(args.fresh_seed)
     solution = resolve_solution(args, fresh_seed)
+    refuse_writable(parser, user, [os.path.join(solution, "mytorch")] if solution else [],
+                    "the solution, which runs as root")
     results_path = args.json or (GRADESCOPE_RESULTS if args.gradescope else None)
     start = time.monotonic()
     results = []
@@ -201,7 +220,7 @@ def main_grade(argv):
     finally:
         reaper.end_orphans()                              # every child is dead before the results are written
         if user is not None:
-            reaper.kill_user(user)
+            sandbox.clear_user(user)
         if results_path:                                  # written always, even if grading itself broke
             if len(results) != len(parts):
                 results = _placeholder(parts, "the grader stopped before grading this part")

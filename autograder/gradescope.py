@@ -9,43 +9,43 @@ nothing else handed in (an ``autograder`` package, say) is ever on a path the gr
 removed at the end. When started as root and the user ``student`` exists (setup.sh makes it), student code
 runs as ``student`` and the reference data is made readable by root alone; when ``source/solution/mytorch``
 exists, the solution is made readable by root alone and every submission is graded on fresh cases whose
-references it computes. The results file is written in every case.
+references it computes. The results file is written in every case: a submission that breaks a limit (an
+archive, a folder tree too deep or too large) scores 0 with the reason, and any failure of the grader itself
+after it started still leaves a valid results file that says so.
 """
 import argparse
 import os
 import pwd
 import secrets
-import shutil
 import sys
 import tempfile
+import traceback
 
-from autograder import archive, cli, data, isolation, report, spec
+from autograder import archive, cli, data, isolation, report, spec, tree
 from autograder.grade import PartResult
 
 STUDENT = "student"
 ARCHIVES = 5                     # archives unpacked from one submission
 WALK_LIMIT = 5000                # entries of the submission folder looked at
+WALK_DEPTH = 32                  # levels of folders in it
 
 
 def _walk(top):
-    """(folder, dirs, files) of ``top``, no links followed, at most WALK_LIMIT entries in all."""
-    seen = 0
-    for folder, dirs, files in os.walk(top):
-        dirs.sort()
-        seen += len(dirs) + len(files)
-        if seen > WALK_LIMIT:
-            raise archive.UnpackError(f"the submission holds more than {WALK_LIMIT} files")
-        yield folder, dirs, sorted(files)
+    """(folder, dirs, files) of ``top``, no links followed, at most WALK_LIMIT entries and WALK_DEPTH levels."""
+    try:
+        for rel, _, dirs, files in tree.walk(top, WALK_DEPTH, WALK_LIMIT):
+            yield os.path.normpath(os.path.join(top, rel)), dirs, files
+    except tree.TreeError as error:
+        raise archive.UnpackError(f"the submission cannot be read: {error}") from None
 
 
 def find_package(submission, staging):
     """The ``mytorch`` folder handed in, unpacking archives into ``staging``; None if there is none."""
     unpacked = 0
     for folder, _, files in _walk(submission):
-        for name in files:
+        for name in files:                                # regular files only, never a link
             path = os.path.join(folder, name)
-            if name.endswith((".tar", ".tar.gz", ".tgz", ".zip")) and os.path.isfile(path) \
-                    and not os.path.islink(path):
+            if name.endswith((".tar", ".tar.gz", ".tgz", ".zip")):
                 unpacked += 1
                 if unpacked > ARCHIVES:
                     raise archive.UnpackError(f"it holds more than {ARCHIVES} archives")
@@ -62,6 +62,10 @@ def find_package(submission, staging):
     return None
 
 
+def _zero(results, problem):
+    cli.write_results(results, report.gradescope([PartResult(p, 0.0, "error", problem) for p in spec.PARTS], 0.0))
+
+
 def main(argv):
     parser = argparse.ArgumentParser(prog="python -m autograder gradescope", description=__doc__.split("\n\n")[0])
     parser.add_argument("--root", default=os.environ.get("AUTOGRADER_ROOT", "/autograder"))
@@ -72,6 +76,15 @@ def main(argv):
     submission = os.path.join(root, "submission")
     if isolation.grader_inside(submission):
         parser.error(f"this grader was imported from inside {submission}: run Gradescope's run_autograder")
+    try:
+        return _run(args, root, results, submission)
+    except Exception as error:                            # a fault of the grader: still a results file
+        traceback.print_exc()
+        _zero(results, f"the autograder failed ({type(error).__name__}): please tell the course staff")
+        return 0
+
+
+def _run(args, root, results, submission):
     staging, work = tempfile.mkdtemp(prefix="handed-in-"), tempfile.mkdtemp(prefix="submission-")
     os.chmod(work, 0o755)
     try:
@@ -83,8 +96,7 @@ def main(argv):
         except (archive.UnpackError, isolation.CopyError, OSError) as error:
             found, problem = None, f"the submission could not be unpacked ({error})"
         if found is None:
-            parts = [PartResult(p, 0.0, "error", problem) for p in spec.PARTS]
-            cli.write_results(results, report.gradescope(parts, 0.0))
+            _zero(results, problem)
             print(problem)
             return 0
         grade_args = ["--gradescope", "--json", results, "--submission", work]
@@ -105,13 +117,11 @@ def main(argv):
         try:
             return cli.main_grade(grade_args)
         except SystemExit:                                # a setup problem, already explained on stderr
-            parts = [PartResult(p, 0.0, "error", "the autograder could not start (its log says why): please "
-                                                 "tell the course staff") for p in spec.PARTS]
-            cli.write_results(results, report.gradescope(parts, 0.0))
+            _zero(results, "the autograder could not start (its log says why): please tell the course staff")
             return 0
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
-        shutil.rmtree(work, ignore_errors=True)
+        tree.remove(staging)
+        tree.remove(work)
 
 
 if __name__ == "__main__":

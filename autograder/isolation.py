@@ -6,7 +6,7 @@
   Nothing else of the submission is copied, so an ``autograder`` package shipped beside ``mytorch`` never
   reaches the grading area.
 * ``writable_by`` finds what a sandbox user could change among the grader's files (its code, the reference
-  data and manifest) and the folders above them.
+  data and manifest), or the interpreter's (see ``interpreter``), and the folders above them.
 * ``grader_inside`` says whether the grading code itself was imported from a submission.
 """
 import errno
@@ -14,8 +14,12 @@ import grp
 import os
 import stat
 
+from autograder import tree
+
 COPY_BYTES = 64 << 20            # one submission's mytorch package
 COPY_FILES = 5000
+COPY_DEPTH = 16                  # levels of folders inside it
+WALK_ENTRIES = 500000            # entries looked at in the trees whose writers are checked (a Python's site)
 
 
 class CopyError(Exception):
@@ -28,76 +32,91 @@ def private_copy(package, destination):
     package = os.path.abspath(package)
     if not stat.S_ISDIR(os.lstat(package).st_mode):
         raise CopyError("mytorch is a link or not a folder")
-    for folder, dirs, files in os.walk(package):
-        rel = os.path.relpath(folder, package)
-        target = os.path.normpath(os.path.join(destination, rel))
-        os.makedirs(target, mode=0o755, exist_ok=rel != ".")
-        os.chmod(target, 0o755)
-        dirs[:] = [d for d in dirs if d != "__pycache__" and stat.S_ISDIR(os.lstat(os.path.join(folder, d)).st_mode)]
-        for name in files:
-            source = os.path.join(folder, name)
-            try:
-                fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-            except OSError as error:
-                if error.errno == errno.ELOOP:            # a symbolic link, left out
-                    continue
-                raise
-            try:
-                info = os.fstat(fd)
-                if not stat.S_ISREG(info.st_mode):
-                    continue                              # FIFOs, devices and sockets are left out
+    try:
+        for rel, folder, dirs, files in tree.walk(package, COPY_DEPTH, 2 * COPY_FILES):
+            target = os.path.normpath(os.path.join(destination, rel))
+            os.makedirs(target, mode=0o755, exist_ok=rel != ".")
+            os.chmod(target, 0o755)
+            dirs[:] = [d for d in dirs if d != "__pycache__"]
+            for name in files:
                 count += 1
-                total += info.st_size
-                if count > COPY_FILES or total > COPY_BYTES:
-                    raise CopyError(f"the mytorch package is larger than {COPY_BYTES >> 20} MiB or "
-                                    f"{COPY_FILES} files")
-                out = os.open(os.path.join(target, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-                try:
-                    left = COPY_BYTES
-                    while left > 0:
-                        block = os.read(fd, min(1 << 20, left))
-                        if not block:
-                            break
-                        os.write(out, block)
-                        left -= len(block)
-                finally:
-                    os.close(out)
-            finally:
-                os.close(fd)
+                if count > COPY_FILES:
+                    raise CopyError(f"the mytorch package holds more than {COPY_FILES} files")
+                total = _copy_file(folder, name, os.path.join(target, name), total)
+    except tree.TreeError as error:
+        raise CopyError(f"the mytorch package cannot be copied: {error}") from None
     return destination
 
 
+def _copy_file(folder, name, target, total):
+    """Copy the regular file ``name`` of the folder open as ``folder`` (a FIFO or device is skipped, a link
+    swapped in is refused); returns the bytes copied so far in all."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=folder)
+    except OSError as error:
+        if error.errno == errno.ELOOP:                    # a symbolic link, left out
+            return total
+        raise
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return total                                  # FIFOs, devices and sockets are left out
+        out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        try:
+            while True:
+                block = os.read(fd, 1 << 20)
+                if not block:
+                    return total
+                total += len(block)
+                if total > COPY_BYTES:
+                    raise CopyError(f"the mytorch package is larger than {COPY_BYTES >> 20} MiB")
+                os.write(out, block)
+        finally:
+            os.close(out)
+    finally:
+        os.close(fd)
+
+
+def groups_of(user):
+    return {user.pw_gid} | {g.gr_gid for g in grp.getgrall() if user.pw_name in g.gr_mem}
+
+
+def can_write(info, user, groups):
+    """Whether ``user`` (in ``groups``) may change what ``info`` (an lstat result) describes."""
+    if info.st_uid == user.pw_uid or info.st_mode & stat.S_IWOTH:
+        return True
+    return bool(info.st_mode & stat.S_IWGRP) and info.st_gid in groups
+
+
 def writable_by(paths, user):
-    """The paths among ``paths`` (walked recursively) and the folders above them that ``user`` could change."""
+    """The paths among ``paths`` (walked, no links followed) and the folders above them that ``user`` could
+    change."""
     found = []
-
-    def can_write(path, info):
-        if info.st_uid == user.pw_uid:
-            return True
-        if info.st_mode & stat.S_IWOTH:
-            return True
-        groups = {user.pw_gid} | {g.gr_gid for g in grp.getgrall() if user.pw_name in g.gr_mem}
-        return bool(info.st_mode & stat.S_IWGRP) and info.st_gid in groups
-
-    def note(path):
-        info = os.lstat(path)
-        if can_write(path, info):
-            found.append(path)
-        return info
-
+    groups = groups_of(user)
     for top in paths:
         parent = os.path.dirname(os.path.abspath(top))
         while True:                                       # a writable folder above lets it swap the whole tree
             info = os.lstat(parent)
-            if can_write(parent, info) and not info.st_mode & stat.S_ISVTX:
+            if can_write(info, user, groups) and not info.st_mode & stat.S_ISVTX:
                 found.append(parent)
             if parent == os.path.dirname(parent):
                 break
             parent = os.path.dirname(parent)
-        for folder, dirs, files in os.walk(top):
-            note(folder)
-            for name in files:
-                note(os.path.join(folder, name))
+        info = os.lstat(top)
+        if not stat.S_ISDIR(info.st_mode):
+            if can_write(os.stat(top) if stat.S_ISLNK(info.st_mode) else info, user, groups):
+                found.append(top)
+            continue
+        for rel, folder, dirs, files in tree.walk(top, 64, WALK_ENTRIES, everything=True):
+            for name in ["."] + files:
+                info = os.stat(name, dir_fd=folder, follow_symlinks=False)
+                if stat.S_ISLNK(info.st_mode):            # what it points to is what Python would read
+                    try:
+                        info = os.stat(name, dir_fd=folder)
+                    except OSError:
+                        continue
+                if can_write(info, user, groups):
+                    found.append(os.path.normpath(os.path.join(top, rel, name)))
     return found
 
 

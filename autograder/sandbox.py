@@ -11,8 +11,10 @@ another, and what the child prints (stdout and stderr) on a third, which the gra
 keeping only the tail. Each is read up to a limit; the response is a ``frames`` message (no compression)
 checked before it is decoded, and every string in it passes through ``untrusted``. When the part ends,
 ``reaper.end`` kills and reaps the child and everything it started (as root, the child also runs in its own
-PID namespace where ``unshare`` can make one). Whatever happens, the caller gets an
-``Outcome``; nothing raises.
+PID namespace where ``unshare`` can make one, and in an IPC namespace of its own: see ``ipc``). Once no
+child of a sandbox user runs any more, ``clear_user`` ends every process of that user and removes its IPC
+objects and temporary files; working folders are removed with ``tree.remove``, which no shape of tree
+defeats. Whatever happens, the caller gets an ``Outcome``; nothing raises.
 """
 import contextlib
 import dataclasses
@@ -27,13 +29,14 @@ import tempfile
 import threading
 import time
 
-from autograder import frames, reaper, untrusted
+from autograder import frames, ipc, reaper, tree, untrusted
 
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")
 OUTPUT_LIMIT = 1 << 20          # what a child may print, and the size of any file it writes: 1 MiB
 RESPONSE_LIMIT = 16 << 20       # the most the parent will read back
 PROCESS_LIMIT = 128             # processes a child may start as the sandbox user (under --run-as)
 DRAIN_SECONDS = 2.0             # after the child is gone, how long to wait for the pipes to close
+SHARED_TEMP = ("/tmp", "/var/tmp", "/dev/shm", "/dev/mqueue")   # where any user may leave files
 
 
 @dataclasses.dataclass
@@ -51,12 +54,23 @@ _users_lock = threading.Lock()
 _work_dirs = set()              # children's working folders not removed yet
 
 
+def real_uid(pid):
+    """The real uid of process ``pid`` (from its status: a non-dumpable process's /proc entry belongs to
+    root whoever runs it), or None if it is gone."""
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        with open(f"/proc/{pid}/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"Uid:"):
+                    return int(line.split()[1])
+    return None
+
+
 def _tasks_of(uid):
     """How many tasks (processes and threads) ``uid`` runs now: what RLIMIT_NPROC counts."""
     count = 0
     for name in os.listdir("/proc"):
         with contextlib.suppress(OSError):
-            if name.isdigit() and os.stat(f"/proc/{name}").st_uid == uid:
+            if name.isdigit() and real_uid(name) == uid:
                 count += len(os.listdir(f"/proc/{name}/task"))
     return count
 
@@ -65,8 +79,11 @@ def _limits(memory_mb, cpu_seconds, user, switch_user=True):
     # RLIMIT_NPROC caps the tasks of the whole uid, so a fork bomb in one part would stop every other part
     # of the same user from starting: each child may start PROCESS_LIMIT tasks beyond those running now.
     processes = _tasks_of(user.pw_uid) + PROCESS_LIMIT if user is not None else None
+    own_ipc = ipc.wanted()
 
     def apply():
+        if own_ipc:                                       # as root, before giving it up
+            ipc.fresh_namespace(memory_mb)
         resource.setrlimit(resource.RLIMIT_AS, (memory_mb << 20, memory_mb << 20))
         resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
         resource.setrlimit(resource.RLIMIT_FSIZE, (OUTPUT_LIMIT, OUTPUT_LIMIT))
@@ -184,7 +201,7 @@ def _fork(zygote, root, work, fds, memory_mb, timeout, user, out_w, task, byteco
     settings = {"root": os.path.abspath(root), "work": work, "env": _env(work, timeout), "memory_mb": memory_mb,
                 "cpu_seconds": int(timeout) + 1, "file_limit": OUTPUT_LIMIT, "pid_namespace": pid_namespace() is not None,
                 "user": None if user is None else [user.pw_uid, user.pw_gid, _tasks_of(user.pw_uid) + PROCESS_LIMIT],
-                "task": task}
+                "task": task, "ipc_namespace": ipc.wanted()}
     extra = []
     if bytecode:
         code_r, code_w = os.pipe()
@@ -240,7 +257,7 @@ def _run_child(root, configs, inputs_list, timeout, memory_mb, user, python, zyg
     start = time.monotonic()
     reaper.become_subreaper()
     request = request_bytes(configs, inputs_list)
-    work = tempfile.mkdtemp(prefix="mytorch-work-")
+    work = tempfile.mkdtemp(prefix="mytorch-work-")      # 0700: under --run-as, its user's alone
     _work_dirs.add(work)
     fds = []
     if user is not None:
@@ -300,31 +317,41 @@ def _run_child(root, configs, inputs_list, timeout, memory_mb, user, python, zyg
             with _users_lock:                          # no child of this user can start meanwhile
                 _users[user.pw_uid] -= 1
                 if _users[user.pw_uid] == 0:
-                    reaper.kill_user(user)             # anything that reached outside the grader's tree
-        shutil.rmtree(work, ignore_errors=True)
+                    clear_user(user)                   # anything that reached outside the grader's tree
+        tree.remove(work)
         _work_dirs.discard(work)
 
 
-def free_space(user=None):
-    """Delete what children left on disk: their working folders and, under ``--run-as``, everything the
-    sandbox user owns at the top of the shared temporary folders. Call only once every child is dead."""
-    for work in list(_work_dirs):
-        shutil.rmtree(work, ignore_errors=True)
-    if user is None:
+def clear_user(user):
+    """End every process of ``user`` (a pwd entry) and remove all it left: its System V IPC objects and
+    whatever it owns at the top of the shared temporary folders (POSIX shared memory included). Call only
+    when no part runs as ``user``."""
+    if user is None or user.pw_uid == 0:
         return
-    for top in {tempfile.gettempdir(), "/tmp", "/var/tmp", "/dev/shm"}:
+    reaper.kill_user(user)
+    ipc.remove_owned_by(user.pw_uid)
+    _remove_owned(user.pw_uid)
+
+
+def _remove_owned(uid):
+    for top in {tempfile.gettempdir(), *SHARED_TEMP}:
         try:
             entries = list(os.scandir(top))
         except OSError:
             continue
         for entry in entries:
             with contextlib.suppress(OSError):
-                if entry.stat(follow_symlinks=False).st_uid != user.pw_uid:
-                    continue
-                if entry.is_dir(follow_symlinks=False):
-                    shutil.rmtree(entry.path, ignore_errors=True)
-                else:
-                    os.unlink(entry.path)
+                if entry.stat(follow_symlinks=False).st_uid == uid:
+                    tree.remove(entry.path)
+
+
+def free_space(user=None):
+    """Delete what children left on disk: their working folders and, under ``--run-as``, everything the
+    sandbox user owns at the top of the shared temporary folders. Call only once every child is dead."""
+    for work in list(_work_dirs):
+        tree.remove(work)
+    if user is not None and user.pw_uid != 0:
+        _remove_owned(user.pw_uid)
 
 
 def _outcome(code, pipes, timed_out, flooded, cases, memory_mb, timeout, start):

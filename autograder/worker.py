@@ -6,7 +6,12 @@ Started by the grading process with resource limits; nothing here is trusted by 
 and inputs) is read from the pipe REQUEST_FD before any student code runs; the response (per-case reports
 and arrays) is one ``frames`` message written to the pipe RESPONSE_FD. ``driver.py`` and ``frames.py`` are
 loaded from beside this file by path, so the only directory added to ``sys.path`` is ROOT.
+
+Before any student code runs the worker makes itself non-dumpable: no other process of the same user (another
+part, or anything a submission left running) may trace it, read or write its memory through
+``/proc/PID/mem``, or take its file descriptors; its ``/proc`` entries belong to root.
 """
+import ctypes
 import importlib.util
 import json
 import os
@@ -36,9 +41,18 @@ def _every_case_failed(configs, status, message, where=""):
     return [{"status": status, "error": message, "where": where, "types": {}, "mutated": []} for _ in configs]
 
 
+def non_dumpable():
+    """prctl(PR_SET_DUMPABLE, 0); True if the kernel agreed. Kept across fork, so inherited by what it starts."""
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
 def main(root, request_fd, response_fd):
     import faulthandler
 
+    non_dumpable()
     # shortly before the parent's time limit, print where every thread is, so an endless loop is located
     dump_after = float(os.environ.get("MYTORCH_GRADER_DUMP_AFTER", "0") or 0)
     if dump_after > 0:

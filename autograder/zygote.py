@@ -15,10 +15,10 @@ control socket (an ``AF_UNIX`` ``SOCK_SEQPACKET`` pair, one JSON message per pac
 
 No student code ever runs in the zygote. Each forked child first closes the control socket and every other
 fd it inherited, then does what ``sandbox`` does to a spawned child: a new session (``setsid``), stdin from
-/dev/null and stdout and stderr into the output pipe, its working folder and environment, the limits on
-memory, CPU, file size, core dumps and (under ``--run-as``) processes, as root a PID namespace (the child
-forks once more, like ``unshare --pid --fork --kill-child``, and waits), the sandbox user, and then the
-unchanged per-part entry, ``worker.main``. A child therefore starts from the zygote's pristine memory: what
+/dev/null and stdout and stderr into the output pipe, its working folder and environment, as root an IPC
+namespace of its own (``ipc``), the limits on memory, CPU, file size, core dumps and (under ``--run-as``)
+processes, as root a PID namespace (the child forks once more, like ``unshare --pid --fork --kill-child``,
+and waits), the sandbox user, and then the unchanged per-part entry, ``worker.main``. A child therefore starts from the zygote's pristine memory: what
 one part does to its copy of NumPy or anything else cannot reach the next part.
 
 The trust boundary. The zygote runs as the grader (root under ``--run-as``) and is non-dumpable; the child
@@ -141,6 +141,8 @@ def _child(command, fds):
         os.environ.update(command["env"])
         if "tempfile" in sys.modules:
             sys.modules["tempfile"].tempdir = None        # it follows TMPDIR, the working folder
+        if command.get("ipc_namespace"):                 # as root, before giving it up (see ipc)
+            _grader_module("ipc").fresh_namespace(command["memory_mb"])
         import resource
         memory = command["memory_mb"] << 20
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
@@ -212,10 +214,24 @@ def _compile_child_code():
     import re
     with open(WORKER, encoding="utf-8") as f:
         source = f.read()
-    names = set(re.findall(r"""_load\(["'](\w+)["']\)""", source))
+    names = set(re.findall(r"""_load\(["'](\w+)["']\)""", source)) | {"ipc"}
     for path in [WORKER] + [os.path.join(HERE, f"{name}.py") for name in sorted(names)]:
         with open(path, "rb") as f:
             _COMPILED[path] = compile(f.read(), path, "exec", dont_inherit=True)
+
+
+def _grader_module(name):
+    """A grader module of the child's (stdlib only, e.g. ``ipc``) from its code compiled in the zygote."""
+    import types
+    path = os.path.join(HERE, f"{name}.py")
+    module = types.ModuleType(f"_autograder_{name}")
+    module.__file__ = path
+    code = _COMPILED.get(path)
+    if code is None:
+        with open(path, "rb") as f:
+            code = compile(f.read(), path, "exec", dont_inherit=True)
+    exec(code, module.__dict__)
+    return module
 
 
 def _use_compiled_code():

@@ -194,9 +194,10 @@ def _read(path):
         return repr(error).encode()
 
 
-def launch(campaign, name, code, grader, secret, extra=(), wrap=None, pid_namespace=True):
+def launch(campaign, name, code, grader, secret, extra=(), wrap=None, pid_namespace=True, ipc_namespace=True):
     """Start the grader on the attack ``code``; the submission and everything it may touch under one folder.
-    ``pid_namespace=False``: without the grader's optional PID namespace, so its own process ending is tested."""
+    ``pid_namespace=False``: without the grader's optional PID namespace, so its own process ending is tested;
+    ``ipc_namespace=False`` likewise for the IPC namespace, so the removal of what a user left is tested."""
     base = os.path.realpath(os.path.join(campaign, "".join(c if c.isalnum() else "_" for c in name)))
     os.makedirs(os.path.join(base, "tmp"))
     os.makedirs(os.path.join(base, "results"))
@@ -204,7 +205,8 @@ def launch(campaign, name, code, grader, secret, extra=(), wrap=None, pid_namesp
     results = os.path.join(base, "results", "results.json")
     sub = make_submission(os.path.join(base, "sub"), attack_edits(code, base, secret, results))
     env = dict(os.environ, PYTHONPATH="", TMPDIR=os.path.join(base, "tmp"),
-               MYTORCH_GRADER_PID_NAMESPACE="1" if pid_namespace else "0")
+               MYTORCH_GRADER_PID_NAMESPACE="1" if pid_namespace else "0",
+               MYTORCH_GRADER_IPC_NAMESPACE="1" if ipc_namespace else "0")
     command = [sys.executable, "-m", "autograder", *PARTS, "--submission", sub, "--timeout", str(TIMEOUT),
                "--json", results, *extra]
     if wrap:

@@ -12,14 +12,26 @@ import tempfile
 
 import pytest
 
-from autograder import mistakes, spec
+from autograder import ipc, mistakes, spec
 from tests import securitykit as kit
-from tests.graderkit import check_gradescope, make_grader_copy, make_submission
+from tests.graderkit import REPO, check_gradescope, make_grader_copy, make_submission
 
 SECRET_TEXT = "ROOT-ONLY-51d0e2"
 RUN_AS_ATTACKS = ["honest broken", "FIFO in place of every reachable file",
                   "symlink to a secret in place of every reachable file", "every inherited fd written to",
                   "daemons that outlive the grader and rewrite the results"]
+# a process of the same user (as a sibling would be) opens this worker's memory: refused, it is non-dumpable
+PEEK = ("import sys\ntry:\n    open('/proc/%s/mem' % sys.argv[1], 'rb')\n    print('memory: read')\n"
+        "except OSError as e:\n    print('memory: refused', e.strerror)")
+MEMORY_PEEK = ("import subprocess\n"
+               f"done = subprocess.run([sys.executable, '-c', {PEEK!r}, str(os.getpid())], capture_output=True, "
+               "text=True)\nraise ValueError(done.stdout.strip() or done.stderr[-300:])")
+# System V shared memory, a semaphore set and a message queue, and POSIX shared memory, all left behind
+IPC_LEFT = (
+    "import ctypes\nlibc = ctypes.CDLL(None)\n"
+    "for k in range(4):\n    libc.shmget(0, 1 << 20, 0o1600)\nlibc.semget(0, 4, 0o1600)\nlibc.msgget(0, 0o1600)\n"
+    "open(f'/dev/shm/mytorch-left-{os.getpid()}', 'wb').write(bytes(1 << 16))\n"
+    "raise ValueError('broken')")
 FORK_BOMB = ("if not hasattr(builtins, 'attacked'):\n    builtins.attacked = 1\n"
              "    def bomb():\n        while True:\n            try:\n                os.fork()\n"
              "            except OSError:\n                time.sleep(0.01)\n"
@@ -81,8 +93,12 @@ def campaign(sandbox_user):
     os.chmod(secret, 0o600)
     attacks = {name: kit.ATTACKS[name][0] for name in RUN_AS_ATTACKS}
     attacks["fork bomb"] = FORK_BOMB
+    attacks["memory of a sibling read"] = MEMORY_PEEK
+    attacks["IPC objects left behind"] = IPC_LEFT
+    attacks["IPC objects left behind, no IPC namespace"] = IPC_LEFT
     users = {name: make_user() for name in attacks}
-    runs = {name: kit.launch(root, name, code, grader, secret, ["--run-as", users[name].pw_name, "--python", python])
+    runs = {name: kit.launch(root, name, code, grader, secret, ["--run-as", users[name].pw_name, "--python", python],
+                             ipc_namespace="no IPC namespace" not in name)
             for name, code in attacks.items()}
     kit.wait_all(runs.values())
     with open(secret) as f:
@@ -91,7 +107,8 @@ def campaign(sandbox_user):
             "users": users}
 
 
-@pytest.mark.parametrize("name", RUN_AS_ATTACKS[1:] + ["fork bomb"])
+@pytest.mark.parametrize("name", RUN_AS_ATTACKS[1:] + ["fork bomb", "memory of a sibling read", "IPC objects left behind",
+                                  "IPC objects left behind, no IPC namespace"])
 def test_attack_as_the_sandbox_user(campaign, name):
     runs = campaign["runs"]
     honest = kit.verdicts(runs["honest broken"])
@@ -105,6 +122,21 @@ def test_attack_as_the_sandbox_user(campaign, name):
     assert not kit.processes_mentioning(run.base, uid=campaign["users"][name].pw_uid)
     assert SECRET_TEXT not in run.at_exit.decode() + run.stdout + run.stderr
     assert not campaign["grader_changed"] and campaign["secret_after"] == SECRET_TEXT
+    assert not left_by(campaign["users"][name].pw_uid)
+
+
+def left_by(uid):
+    """What ``uid`` still has: System V IPC objects, POSIX shared memory, entries in /tmp and /var/tmp."""
+    found = [f"{kind} {ident}" for kind, ident in ipc.system_v_owned_by(uid)]
+    for top in ("/dev/shm", "/tmp", "/var/tmp"):
+        found += [os.path.join(top, n) for n in os.listdir(top)
+                  if os.lstat(os.path.join(top, n)).st_uid == uid]
+    return found
+
+
+def test_a_worker_is_non_dumpable(campaign):
+    tests = check_gradescope(kit.verdicts(campaign["runs"]["memory of a sibling read"]))
+    assert "memory: refused" in tests["2.1"]["output"], tests["2.1"]["output"]
 
 
 def test_batch_isolates_submissions_and_the_grader(sandbox_user):
@@ -226,3 +258,110 @@ def test_a_child_cannot_reach_its_zygote(sandbox_user, tmp_path, namespace):
     assert "ATTACHED" not in said and "READ" not in said and "SENT" not in said, said
     assert not kit.processes_mentioning("/nonexistent", uid=user.pw_uid)
     shutil.rmtree(root, ignore_errors=True)
+
+
+# every work folder it can find and its own, /tmp, and IPC: what two submissions run as one user could do
+NEIGHBOUR = (
+    "import ctypes, glob\nlibc = ctypes.CDLL(None)\nlibc.shmget(0, 1 << 20, 0o1600)\nlibc.semget(0, 2, 0o1600)\n"
+    "open(f'/dev/shm/mytorch-left-{os.getpid()}', 'wb').write(b'x')\n"
+    "def chain(top):\n    try:\n        fd = os.open(top, os.O_RDONLY)\n        for _ in range(1500):\n"
+    "            os.mkdir('d', dir_fd=fd)\n            child = os.open('d', os.O_RDONLY, dir_fd=fd)\n"
+    "            os.close(fd)\n            fd = child\n        os.close(fd)\n    except OSError:\n        pass\n"
+    "tops = glob.glob(os.path.dirname(os.getcwd()) + '/mytorch-*') + glob.glob('/tmp/mytorch-*')\n"
+    "tops += glob.glob(os.path.dirname(os.getcwd()) + '/mytorch-batch-*/*')\n"
+    "for top in tops + [os.getcwd()]:\n    chain(top)\n"
+    "mine = f'/tmp/mytorch-left-{os.getpid()}'\nos.makedirs(mine, exist_ok=True)\nchain(mine)\n"
+    "raise ValueError('broken')")
+
+
+def _batch(subs, run_as, python, temp, jobs=2, extra_env=None, extra=()):
+    env = dict(os.environ, PYTHONPATH="", TMPDIR=temp, **(extra_env or {}))
+    return subprocess.run([sys.executable, "-m", "autograder", "batch", subs, "--run-as", run_as, "--python", python,
+                           "--jobs", str(jobs), *extra], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=900)
+
+
+def _scores(subs):
+    with open(os.path.join(subs, "scores.csv")) as f:
+        return {line.split(",")[0]: float(line.split(",")[-1]) for line in f.read().splitlines()[1:]}
+
+
+def test_batch_pool_keeps_concurrent_submissions_apart(sandbox_user):
+    """Two users, two jobs, fresh cases: the attacker fills every folder it can reach with 1500-deep chains and
+    leaves IPC objects (with no IPC namespace, so their removal is what is tested); the honest ones score 100,
+    one folder too deep scores 0 with the reason, and nothing of either user is left."""
+    make_user, python, home = sandbox_user
+    users = [make_user(), make_user()]
+    root = _world_readable_dir(os.path.join(home, "pool-"))
+    temp = _world_readable_dir(os.path.join(root, "tmp-"))
+    subs = os.path.join(root, "subs")
+    for name in ("alice", "carol", "erin"):
+        make_submission(os.path.join(subs, name))
+    make_submission(os.path.join(subs, "mallory"), kit.attack_edits(NEIGHBOUR, root, "", ""))
+    deep = make_submission(os.path.join(subs, "dave"))
+    os.makedirs(os.path.join(deep, "mytorch", *["d"] * 40))
+    proc = _batch(subs, ",".join(u.pw_name for u in users), python, temp,
+                  extra_env={"MYTORCH_GRADER_IPC_NAMESPACE": "0"}, extra=["--fresh-seed", "11"])
+    assert proc.returncode == 0, proc.stderr
+    assert "graded 5/5 submissions" in proc.stderr and "Traceback" not in proc.stderr
+    scores = _scores(subs)
+    assert scores["alice"] == scores["carol"] == scores["erin"] == 100
+    assert scores["mallory"] < 100 and scores["dave"] == 0
+    with open(os.path.join(subs, "scores.csv")) as f:
+        assert "dave" in f.read()
+    assert os.listdir(temp) == []
+    for user in users:
+        assert not left_by(user.pw_uid), left_by(user.pw_uid)
+        assert not kit.processes_mentioning("/nonexistent", uid=user.pw_uid)
+
+
+def test_batch_makes_its_users_and_deletes_them(sandbox_user):
+    _, python, home = sandbox_user
+    root = _world_readable_dir(os.path.join(home, "made-"))
+    subs = os.path.join(root, "subs")
+    make_submission(os.path.join(subs, "alice"))
+    prefix = "mtp" + secrets.token_hex(3)
+    proc = _batch(subs, prefix + "*", python, _world_readable_dir(os.path.join(root, "tmp-")))
+    assert proc.returncode == 0, proc.stderr
+    assert _scores(subs)["alice"] == 100
+    assert not [u.pw_name for u in pwd.getpwall() if u.pw_name.startswith(prefix)]
+
+
+def test_a_python_the_sandbox_user_could_change_is_refused(sandbox_user):
+    """A .pth file the user may write would run in every later child, and as root in --fresh-seed's solution."""
+    make_user, python, home = sandbox_user
+    user = make_user()
+    site = subprocess.run([python, "-c", "import site; print(site.getsitepackages()[0])"], capture_output=True,
+                          text=True).stdout.strip()
+    planted = os.path.join(site, f"planted-{user.pw_name}.pth")
+    with open(planted, "w") as f:
+        f.write("\n")
+    os.chown(planted, user.pw_uid, user.pw_gid)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "autograder", "1.1", "--run-as", user.pw_name, "--python",
+                               python], cwd=REPO, env=dict(os.environ, PYTHONPATH=""), capture_output=True,
+                              text=True, timeout=300)
+    finally:
+        os.remove(planted)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"user {user.pw_name} could change {planted}" in proc.stderr
+    subs = os.path.join(_world_readable_dir(os.path.join(home, "refused-")), "subs")
+    make_submission(os.path.join(subs, "alice"))
+    proc = _batch(subs, user.pw_name, python, tempfile.gettempdir())
+    assert proc.returncode == 0 and _scores(subs)["alice"] == 100      # the same Python, once it is root's alone
+
+
+def test_a_solution_the_sandbox_user_could_change_is_refused(sandbox_user, tmp_path):
+    """The solution's child runs as root under --fresh-seed: a file of it the user may write is refused."""
+    make_user, python, home = sandbox_user
+    user = make_user()
+    solution = make_submission(tmp_path / "solution")
+    os.chown(os.path.join(solution, "mytorch", "functional.py"), user.pw_uid, user.pw_gid)
+    subs = os.path.join(_world_readable_dir(os.path.join(home, "solution-")), "subs")
+    make_submission(os.path.join(subs, "alice"))
+    for command in (["1.1", "--submission", os.path.join(subs, "alice")], ["batch", subs]):
+        proc = subprocess.run([sys.executable, "-m", "autograder", *command, "--run-as", user.pw_name, "--python",
+                               python, "--fresh-seed", "3", "--solution", solution], cwd=REPO,
+                              env=dict(os.environ, PYTHONPATH=""), capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert f"user {user.pw_name} could change the solution, which runs as root" in proc.stderr

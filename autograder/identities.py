@@ -1,0 +1,100 @@
+"""Sandbox identities for batch grading: submissions graded at the same time never share a user.
+
+Two submissions run as one user could read and write each other's working folders, signal each other's
+processes and read each other's memory. So batch takes a pool of unprivileged users and leases one to each
+submission while it is graded:
+
+    --run-as USER               one user: one submission at a time (its parts still run in parallel)
+    --run-as USER1,USER2,...    these users: as many submissions at a time (at most --jobs)
+    --run-as 'PREFIX*'          the grader creates one user per job, named PREFIX and a random suffix, with
+                                no home and no login shell, and deletes them when the batch ends
+
+When a lease ends, every process of the user is killed and everything it left (IPC objects, files in the
+shared temporary folders) is removed (``sandbox.clear_user``) before another submission gets the user.
+"""
+import contextlib
+import pwd
+import queue
+import re
+import secrets
+import shutil
+import subprocess
+
+from autograder import sandbox
+
+NAME = re.compile(r"[a-z_][a-z0-9_-]{0,20}\Z")          # a prefix useradd accepts, leaving room for the suffix
+
+
+class IdentityError(Exception):
+    """The --run-as value cannot be used; the message says why."""
+
+
+def _entry(name):
+    try:
+        user = pwd.getpwnam(name)
+    except KeyError:
+        raise IdentityError(f"no user named {name!r}") from None
+    if user.pw_uid == 0:
+        raise IdentityError(f"{name!r} is root; name an unprivileged user")
+    return user
+
+
+class Pool:
+    """Users leased one per submission; ``made``: the users this pool created (deleted by ``close``)."""
+
+    def __init__(self, users, made=()):
+        self.users, self.made = list(users), list(made)
+        self._free = queue.Queue()
+        for user in self.users:
+            self._free.put(user)
+
+    @contextlib.contextmanager
+    def lease(self):
+        """A user no other submission runs as until the lease ends; then nothing of it is left running."""
+        user = self._free.get()
+        try:
+            yield user
+        finally:
+            sandbox.clear_user(user)
+            self._free.put(user)
+
+    def close(self):
+        """Clear every user and delete the ones this pool made."""
+        for user in self.users:
+            sandbox.clear_user(user)
+        for user in self.made:
+            subprocess.run(["userdel", user.pw_name], stdin=subprocess.DEVNULL, capture_output=True)
+            subprocess.run(["groupdel", user.pw_name], stdin=subprocess.DEVNULL, capture_output=True)
+        self.made = []
+
+
+def pool(value, jobs):
+    """The Pool that ``--run-as value`` names (``jobs``: how many users a prefix makes). Needs root."""
+    if value.endswith("*"):
+        prefix = value[:-1]
+        if not NAME.match(prefix):
+            raise IdentityError(f"{prefix!r} cannot start a user name: use lower-case letters, digits, '_' "
+                                "or '-', at most 21 characters")
+        if shutil.which("useradd") is None:
+            raise IdentityError("making users needs useradd: name existing users instead (USER1,USER2)")
+        made = []
+        try:
+            for _ in range(max(1, jobs)):
+                name = prefix + secrets.token_hex(4)
+                added = subprocess.run(["useradd", "--system", "--user-group", "--no-create-home", "--shell",
+                                        "/usr/sbin/nologin", name], stdin=subprocess.DEVNULL, capture_output=True,
+                                       text=True)
+                if added.returncode != 0:
+                    raise IdentityError(f"could not create the user {name}: {added.stderr.strip()[-200:]}")
+                made.append(_entry(name))
+        except BaseException:
+            Pool([], made).close()
+            raise
+        return Pool(made, made)
+    names = [n.strip() for n in value.split(",") if n.strip()]
+    if not names:
+        raise IdentityError("name at least one user")
+    users = [_entry(n) for n in names]
+    if len({u.pw_uid for u in users}) != len(users):
+        raise IdentityError("the users must be different users (different uids)")
+    return Pool(users)

@@ -1,0 +1,92 @@
+"""System V IPC and POSIX shared memory: what a child makes there must not outlive its part.
+
+A shared memory segment, semaphore set or message queue belongs to the kernel, not to the process that made
+it: killing the process leaves it (and the memory it pins, which no per-process limit counts) until someone
+removes it. Two defences, the first where it can be had, the second always under ``--run-as``:
+
+* ``fresh_namespace`` (as root, called in the child just before it starts) gives the child an IPC namespace
+  of its own, with limits on what it may make there (``kernel.shmall``/``shmmax`` to its memory limit, a few
+  segments and queues). The kernel destroys every object in it when the child's last process ends. Never
+  required: MYTORCH_GRADER_IPC_NAMESPACE=0 turns it off, and it is simply skipped where the kernel refuses.
+* ``remove_owned_by(uid)`` (as root, once no process of ``uid`` is alive) removes every System V object that
+  ``uid`` created or owns in the grader's namespace (the owner can be changed, the creator cannot).
+
+POSIX shared memory and named semaphores are files in ``/dev/shm`` (and message queues in ``/dev/mqueue``
+where mounted): ``sandbox.clear_user`` removes them with the user's other temporary files.
+"""
+import contextlib
+import ctypes
+import os
+
+CLONE_NEWIPC = 0x08000000
+IPC_RMID = 0
+SEGMENTS = 16                   # shared memory segments a child may make in its own namespace
+QUEUES = 4                      # message queues likewise
+
+try:
+    _libc = ctypes.CDLL(None, use_errno=True)
+except OSError:
+    _libc = None
+
+
+def wanted():
+    """True when children should get a fresh IPC namespace: as root, unless turned off."""
+    return (_libc is not None and os.geteuid() == 0
+            and os.environ.get("MYTORCH_GRADER_IPC_NAMESPACE", "1") != "0")
+
+
+def fresh_namespace(memory_mb):
+    """Move the calling process (a child about to start, still root) into a new IPC namespace and bound it.
+    Only system calls: safe between fork and exec. True if it worked."""
+    if _libc is None or _libc.unshare(CLONE_NEWIPC) != 0:
+        return False
+    limits = {"shmmax": memory_mb << 20, "shmall": (memory_mb << 20) // os.sysconf("SC_PAGE_SIZE"),
+              "shmmni": SEGMENTS, "msgmni": QUEUES}
+    for name, value in limits.items():
+        with contextlib.suppress(OSError):
+            fd = os.open(f"/proc/sys/kernel/{name}", os.O_WRONLY)
+            try:
+                os.write(fd, str(value).encode())
+            finally:
+                os.close(fd)
+    return True
+
+
+def _objects(kind):
+    """[(id, owner uid, creator uid)] of the System V objects of ``kind`` (shm, sem, msg) in our namespace."""
+    try:
+        with open(f"/proc/sysvipc/{kind}") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return []
+    if not lines:
+        return []
+    header = lines[0].split()
+    found = []
+    for line in lines[1:]:
+        fields = dict(zip(header, line.split()))
+        with contextlib.suppress(KeyError, ValueError):
+            ident = int(fields["shmid" if kind == "shm" else "semid" if kind == "sem" else "msqid"])
+            found.append((ident, int(fields["uid"]), int(fields["cuid"])))
+    return found
+
+
+def _remove(kind, ident):
+    if kind == "shm":
+        return _libc.shmctl(ident, IPC_RMID, None) == 0
+    if kind == "sem":
+        return _libc.semctl(ident, 0, IPC_RMID) == 0
+    return _libc.msgctl(ident, IPC_RMID, None) == 0
+
+
+def system_v_owned_by(uid):
+    """[(kind, id)] of the System V objects ``uid`` owns or created."""
+    return [(kind, ident) for kind in ("shm", "sem", "msg")
+            for ident, owner, creator in _objects(kind) if uid in (owner, creator)]
+
+
+def remove_owned_by(uid):
+    """Remove every System V object of ``uid`` (never root's); returns how many were removed."""
+    if uid == 0 or _libc is None:
+        return 0
+    return sum(_remove(kind, ident) for kind, ident in system_v_owned_by(uid))

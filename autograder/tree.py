@@ -1,0 +1,195 @@
+"""Walking and removing folders that student code made or handed in, without trusting their shape.
+
+A submission may hand in, or a child may leave behind, a folder chain thousands of levels deep, a folder of a
+million entries, folders without read or write permission, links in place of folders. Python's recursive
+walkers end in ``RecursionError`` on the first and names longer than PATH_MAX on the second; so here:
+
+* ``walk(top)`` is iterative and works through open folder descriptors (``openat`` relative to the parent,
+  ``O_NOFOLLOW``), so no path grows with depth and no link is followed. It is bounded: more than DEPTH
+  levels or ENTRIES entries is a ``TreeError`` naming which, for that tree alone.
+* ``remove(path)`` deletes a tree of any depth and size, also iteratively through descriptors. It holds at
+  most HELD descriptors: a folder deeper than that is first moved up to the top of the tree (``renameat``
+  between two descriptors it holds), so a chain of depth D costs D/HELD moves, never D open files. It never
+  crosses into another file system, and folders made unreadable or read-only by their owner are opened up
+  first. It raises nothing; it returns False if something could not be removed.
+
+Call ``remove`` on a child's tree only once every process that could write it is dead, as the sandbox does.
+"""
+import contextlib
+import os
+import secrets
+import stat
+
+DEPTH = 64                      # levels below the top a walk accepts
+ENTRIES = 20000                 # entries (files, folders, anything) a walk looks at in all
+HELD = 32                       # folder descriptors ``remove`` keeps open at once
+
+_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class TreeError(Exception):
+    """The tree is deeper or larger than the walk accepts; the message says which."""
+
+
+def _open_dir(name, dir_fd):
+    """Open the folder ``name`` in ``dir_fd`` (never a link); if its owner took away our read or search
+    right, give it back first (through an O_PATH descriptor, so a link swapped in cannot be followed)."""
+    try:
+        return os.open(name, _DIR, dir_fd=dir_fd)
+    except PermissionError:
+        handle = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+        try:
+            os.chmod(f"/proc/self/fd/{handle}", 0o700)
+        finally:
+            os.close(handle)
+        return os.open(name, _DIR, dir_fd=dir_fd)
+
+
+def walk(top, depth=DEPTH, entries=ENTRIES, everything=False):
+    """Yield ``(relative folder, folder fd, dirs, files)`` top-down for ``top`` and every folder below it, like
+    ``os.fwalk``: ``dirs`` (sorted; prune it in place to skip some) and ``files`` (sorted: regular files only,
+    unless ``everything``: then links, FIFOs, devices and sockets too) are names in the folder open as
+    ``folder fd``, valid until the next step. Raises TreeError past ``depth`` levels or ``entries`` entries,
+    OSError if ``top`` is not a folder (a link to one is not)."""
+    seen = 0
+    frames = []                                           # [fd, relative path, level, folders still to visit]
+    try:
+        frames.append([os.open(top, _DIR), ".", 0, None])
+        while frames:
+            frame = frames[-1]
+            fd, rel, level, pending = frame
+            if pending is None:                           # first visit: list it, hand it to the caller
+                dirs, files = [], []
+                with os.scandir(fd) as listing:
+                    for entry in listing:
+                        seen += 1
+                        if seen > entries:
+                            raise TreeError(f"it holds more than {entries} files and folders")
+                        if entry.is_dir(follow_symlinks=False):
+                            dirs.append(entry.name)
+                        elif everything or entry.is_file(follow_symlinks=False):
+                            files.append(entry.name)
+                dirs.sort()
+                files.sort()
+                yield rel, fd, dirs, files
+                frame[3] = pending = list(reversed(dirs))
+            if not pending:
+                os.close(frames.pop()[0])
+                continue
+            name = pending.pop()
+            if level + 1 > depth:
+                raise TreeError(f"its folders are nested more than {depth} levels deep")
+            child = os.open(name, _DIR, dir_fd=fd)
+            frames.append([child, name if rel == "." else os.path.join(rel, name), level + 1, None])
+    finally:
+        for frame in frames:
+            with contextlib.suppress(OSError):
+                os.close(frame[0])
+
+
+def remove(path):
+    """Delete ``path`` (a folder tree of any shape, a file or a link) without following links and without
+    recursion. Returns True when it is gone."""
+    path = os.path.abspath(path)
+    try:
+        parent = os.open(os.path.dirname(path), _DIR)
+    except OSError:
+        return not os.path.lexists(path)
+    try:
+        return _remove_in(parent, os.path.basename(path))
+    finally:
+        os.close(parent)
+
+
+def _remove_in(parent, name):
+    try:
+        info = os.stat(name, dir_fd=parent, follow_symlinks=False)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    if not stat.S_ISDIR(info.st_mode):
+        with contextlib.suppress(OSError):
+            os.unlink(name, dir_fd=parent)
+        return not _exists(parent, name)
+    try:
+        top = _open_dir(name, parent)
+    except OSError:
+        return False
+    ok = True
+    frames = [(top, None)]                                # (fd, its name in the folder below it in the list)
+    try:
+        device = os.fstat(top).st_dev
+        while frames:
+            fd = frames[-1][0]
+            _writable(fd)
+            descend = None
+            with os.scandir(fd) as listing:
+                for entry in listing:
+                    try:
+                        is_dir = entry.is_dir(follow_symlinks=False)
+                    except OSError:
+                        is_dir = False
+                    if not is_dir:
+                        try:
+                            os.unlink(entry.name, dir_fd=fd)
+                        except FileNotFoundError:
+                            pass
+                        except OSError:
+                            ok = False
+                        continue
+                    if entry.stat(follow_symlinks=False).st_dev != device:
+                        ok = False                        # a mount point: never remove another file system
+                        continue
+                    if len(frames) >= HELD:               # too deep to hold: move it up to the top
+                        with contextlib.suppress(OSError):
+                            os.rename(entry.name, f".deep-{secrets.token_hex(8)}", src_dir_fd=fd, dst_dir_fd=top)
+                            descend = False
+                            break
+                        ok = False
+                        continue
+                    descend = entry.name
+                    break
+            if descend:
+                try:
+                    frames.append((_open_dir(descend, fd), descend))
+                    continue
+                except OSError:
+                    ok = False
+            if descend is False:                          # something moved up: list this folder again
+                continue
+            done_fd, done_name = frames.pop()
+            os.close(done_fd)
+            holder = frames[-1][0] if frames else parent
+            try:
+                os.rmdir(done_name if frames else name, dir_fd=holder)
+            except FileNotFoundError:
+                pass
+            except OSError:
+                ok = False
+                if frames:                                # a folder left behind would be listed forever
+                    return False
+    except OSError:
+        return False
+    finally:
+        for fd, _ in frames:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+    return ok and not _exists(parent, name)
+
+
+def _writable(fd):
+    """Give the owner write and search rights on the folder open as ``fd`` (a no-op for root, which needs none)."""
+    if os.geteuid() != 0:
+        with contextlib.suppress(OSError):
+            os.fchmod(fd, 0o700)
+
+
+def _exists(parent, name):
+    try:
+        os.stat(name, dir_fd=parent, follow_symlinks=False)
+        return True
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
