@@ -39,3 +39,13 @@ def rng():
 @pytest.fixture(params=CELLS, ids=[c.__name__ for c in CELLS])
 def cell_class(request):
     return request.param
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (``--dist loadgroup``), the tests of a module that share a module-scoped fixture (a
+    campaign of attacks, a sandbox user's Python, a built handout) run in one worker, so it is built once."""
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        defs = info.name2fixturedefs.values() if info is not None else ()
+        if any(d.scope == "module" for group in defs for d in group):
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
