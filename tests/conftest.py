@@ -41,11 +41,13 @@ def cell_class(request):
     return request.param
 
 
+# module-scoped fixtures worth building once per module: a campaign of attacks run at once, a built handout
+SHARED_FIXTURES = {"campaign", "built"}
+
+
 def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist (``--dist loadgroup``), the tests of a module that share a module-scoped fixture (a
-    campaign of attacks, a sandbox user's Python, a built handout) run in one worker, so it is built once."""
+    """Under pytest-xdist (``--dist loadgroup``), the tests of a module that share one of SHARED_FIXTURES run in
+    one worker, so it is built once; every other test goes to whichever worker is free."""
     for item in items:
-        info = getattr(item, "_fixtureinfo", None)
-        defs = info.name2fixturedefs.values() if info is not None else ()
-        if any(d.scope == "module" for group in defs for d in group):
+        if SHARED_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.xdist_group(item.module.__name__))
