@@ -41,6 +41,14 @@ def cell_class(request):
     return request.param
 
 
+@pytest.fixture(scope="session")
+def built_handout(tmp_path_factory):
+    """The student handout built once per test process, shared by the tests that only read it:
+    ``(folder, handin archive, regions)`` as ``handout.build.build_handout`` returns them."""
+    from handout import build
+    return build.build_handout(str(tmp_path_factory.mktemp("handout") / "handout"))
+
+
 # module-scoped fixtures worth building once per module: a campaign of attacks run at once, a built handout
 SHARED_FIXTURES = {"campaign", "built"}
 
