@@ -13,7 +13,7 @@ setup(
                   "handout": ["assignment/*.md", "student/*", "gradescope/*"]},
     install_requires=["numpy>=1.22", "matplotlib>=3.5"],
     extras_require={
-        "test": ["pytest>=7", "nbclient>=0.7", "nbformat>=5.7", "ipykernel>=6"],
+        "test": ["pytest>=7", "pytest-xdist>=3", "nbclient>=0.7", "nbformat>=5.7", "ipykernel>=6"],
         "oracle": ["torch"],
     },
     entry_points={"console_scripts": ["mytorch-autograder=autograder.__main__:main"]},

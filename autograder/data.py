@@ -15,7 +15,11 @@ import hashlib
 import io
 import json
 import os
+import re
 import stat
+import struct
+import zipfile
+import zlib
 
 import numpy as np
 
@@ -100,28 +104,74 @@ def load_part(part_number, data_dir=DATA_DIR, manifest=None):
         raise ReferenceDataError(f"the reference data file {path} does not match the sha256 compiled into the "
                                  "grader (autograder/reference_hashes.py): restore autograder/ from the handout")
     try:
-        return _read(io.BytesIO(content))
+        return _read(content)
     except Exception as error:
         raise ReferenceDataError(f"the reference data file {path} cannot be read ({type(error).__name__}: {error})") from None
 
 
-def _read(source):
-    with np.load(source, allow_pickle=False) as data:
-        configs = json.loads(str(data["__configs__"]))
-        hints = json.loads(str(data["__hints__"]))
-        inputs, expected, variants = ([{} for _ in configs] for _ in range(3))
-        for key in data.files:
-            if key.startswith("__"):
-                continue
-            k, kind, rest = key.split(":", 2)
-            k = int(k)
-            if kind == "in":
-                inputs[k][rest] = data[key]
-            elif kind == "out":
-                expected[k][rest] = data[key]
-            elif kind == "hint":
-                hint_id, name = rest.split(":", 1)
-                variants[k].setdefault(name, []).append((hints[hint_id], data[key]))
+# the header ``np.save`` writes for a plain array; anything else goes through NumPy's own reader
+_NPY_HEADER = re.compile(r"\{'descr': '([<>|=][A-Za-z][0-9]*)', 'fortran_order': (False|True), "
+                         r"'shape': \(((?:[0-9]+, ?)*[0-9]*)\), \}\s*")
+
+
+def _array(member):
+    """One ``.npy`` member's array. The file's sha256 was checked, so the data is the generator's; this reads
+    np.save's plain header without NumPy's general parser (ten times faster on thousands of small arrays)."""
+    if member[:6] == b"\x93NUMPY" and member[6] == 1:
+        (length,), start = struct.unpack("<H", member[8:10]), 10
+        found = _NPY_HEADER.fullmatch(member[start:start + length].decode("latin1"))
+        if found:
+            descr, fortran, dims = found.groups()
+            shape = tuple(int(d) for d in dims.replace(" ", "").split(",") if d)
+            return np.frombuffer(member, dtype=descr, offset=start + length).reshape(
+                shape, order="F" if fortran == "True" else "C").copy()
+    return np.lib.format.read_array(io.BytesIO(member), allow_pickle=False)
+
+
+def _members(content):
+    """{name without .npy: bytes} of a zip archive as ``np.savez_compressed`` writes it (stored or deflated
+    members, no zip64), read from its central directory; anything else goes through ``zipfile``."""
+    end = content.rfind(b"PK\x05\x06", max(0, len(content) - (1 << 16) - 22))
+    if end >= 0:
+        count, size, at = struct.unpack("<HII", content[end + 10:end + 20])
+        members = {}
+        for _ in range(count):
+            if content[at:at + 4] != b"PK\x01\x02":
+                break
+            method, = struct.unpack("<H", content[at + 10:at + 12])
+            packed, _, name_length, extra_length, comment_length = struct.unpack("<IIHHH", content[at + 20:at + 34])
+            offset, = struct.unpack("<I", content[at + 42:at + 46])
+            name = content[at + 46:at + 46 + name_length].decode("utf-8")
+            at += 46 + name_length + extra_length + comment_length
+            local_name, local_extra = struct.unpack("<HH", content[offset + 26:offset + 30])
+            start = offset + 30 + local_name + local_extra
+            raw = content[start:start + packed]
+            if method not in (0, 8) or content[offset:offset + 4] != b"PK\x03\x04" or not name.endswith(".npy"):
+                break
+            members[name[:-4]] = zlib.decompress(raw, -15) if method == 8 else raw
+        else:
+            return members
+    with zipfile.ZipFile(io.BytesIO(content)) as archive:
+        return {info.filename[:-4]: archive.read(info) for info in archive.infolist()}
+
+
+def _read(content):
+    data = {name: _array(member) for name, member in _members(content).items()}
+    configs = json.loads(str(data["__configs__"]))
+    hints = json.loads(str(data["__hints__"]))
+    inputs, expected, variants = ([{} for _ in configs] for _ in range(3))
+    for key, value in data.items():
+        if key.startswith("__"):
+            continue
+        k, kind, rest = key.split(":", 2)
+        k = int(k)
+        if kind == "in":
+            inputs[k][rest] = value
+        elif kind == "out":
+            expected[k][rest] = value
+        elif kind == "hint":
+            hint_id, name = rest.split(":", 1)
+            variants[k].setdefault(name, []).append((hints[hint_id], value))
     return PartData(configs, inputs, expected, variants)
 
 

@@ -8,7 +8,7 @@ import concurrent.futures
 import dataclasses
 import os
 
-from autograder import data, feedback, sandbox, spec, untrusted
+from autograder import data, feedback, sandbox, spec, untrusted, zygote
 
 PART_OUTPUT_LIMIT = 16000        # characters of one part's message: the results file stays well under 1 MB
 
@@ -55,12 +55,12 @@ def reference(part, fresh_seed, solution, timeout, memory_mb, manifest, python=N
         return error
 
 
-def grade_part(part, part_data, root, timeout, memory_mb, verbose, user, python=None):
+def grade_part(part, part_data, root, timeout, memory_mb, verbose, user, python=None, worker=None, bytecode=None):
     if isinstance(part_data, data.ReferenceDataError):
         return PartResult(part, 0.0, "error", f"Cannot grade this part: {part_data}")
     try:
         outcome = sandbox.run_child(root, part_data.configs, part_data.inputs, timeout=timeout, memory_mb=memory_mb,
-                                    user=user, python=python)
+                                    user=user, python=python, zygote=worker, bytecode=bytecode)
         result = judge(part, part_data, outcome, verbose)
     except Exception as error:          # a fault of the grader itself: this part scores 0, the others go on
         result = PartResult(part, 0.0, "error", f"The grader failed on this part ({type(error).__name__}: {error}); "
@@ -90,19 +90,27 @@ def grade(root, parts=None, timeout=20.0, memory_mb=1024, verbose=False, fresh_s
     nothing a submission does to the files on disk can change this run's references; ``loaded``: the
     ``references(parts, ...)`` already read (batch grading reads them once for every submission).
     ``user``: a pwd entry to run student code as; ``python``: the child's interpreter; ``progress``: called
-    with each ``PartResult`` as soon as its part is graded (from a worker thread).
+    with each ``PartResult`` as soon as its part is graded (from a worker thread). The parts' children are
+    forked from one zygote of this submission's own (``zygote``), never shared with another submission.
     """
     parts = list(parts or spec.PARTS)
     jobs = jobs or os.cpu_count() or 1
-    if loaded is None:
-        loaded = references(parts, fresh_seed, solution, timeout, memory_mb, jobs, python)
-    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-        def graded(part, part_data):
-            result = grade_part(part, part_data, root, timeout, memory_mb, verbose, user, python)
-            if progress is not None:
-                progress(result)
-            return result
-        results = list(pool.map(lambda pr: graded(*pr), zip(parts, loaded)))
+    worker = zygote.Zygote(python) if zygote.enabled() else None    # imports NumPy while the references load
+    try:
+        if loaded is None:
+            loaded = references(parts, fresh_seed, solution, timeout, memory_mb, jobs, python)
+        bytecode = sandbox.compiled(root, timeout, memory_mb, user, worker)     # compiled once, not per part
+        with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+            def graded(part, part_data):
+                result = grade_part(part, part_data, root, timeout, memory_mb, verbose, user, python, worker,
+                                    bytecode)
+                if progress is not None:
+                    progress(result)
+                return result
+            results = list(pool.map(lambda pr: graded(*pr), zip(parts, loaded)))
+    finally:
+        if worker is not None:
+            worker.close()
     by_number = {r.part.number: r for r in results}
     for r in results:                                          # a backward builds on its forward
         if r.part.kind == "backward" and not r.passed:

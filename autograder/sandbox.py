@@ -187,10 +187,35 @@ class _Pipes:
         self.open = {}
 
 
+def _env(work, timeout):
+    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": work, "TMPDIR": work, "LANG": "C.UTF-8",
+            "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+            "MYTORCH_GRADER_DUMP_AFTER": f"{max(timeout - 1.0, 0.75 * timeout):g}"}    # where an endless loop is
+
+
+def _fork(zygote, root, work, fds, memory_mb, timeout, user, out_w, task, bytecode):
+    """The child forked by ``zygote`` with the settings ``_start`` gives a spawned one, or None without one.
+    ``task``: "part" (the worker) or "compile" (``zygote.compiled``); ``bytecode``: what that gave, if any."""
+    if zygote is None:
+        return None
+    settings = {"root": os.path.abspath(root), "work": work, "env": _env(work, timeout), "memory_mb": memory_mb,
+                "cpu_seconds": int(timeout) + 1, "file_limit": OUTPUT_LIMIT, "pid_namespace": pid_namespace() is not None,
+                "user": None if user is None else [user.pw_uid, user.pw_gid, _tasks_of(user.pw_uid) + PROCESS_LIMIT],
+                "task": task, "ipc_namespace": ipc.wanted()}
+    extra = []
+    if bytecode:
+        code_r, code_w = os.pipe()
+        threading.Thread(target=_feed, args=(code_w, bytecode), daemon=True).start()
+        extra = [code_r]
+    try:
+        return zygote.fork(settings, list(fds) + [out_w] + extra)
+    finally:
+        for fd in extra:
+            os.close(fd)
+
+
 def _start(python, root, work, fds, memory_mb, timeout, user, out_w):
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": work, "TMPDIR": work, "LANG": "C.UTF-8",
-           "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-           "MYTORCH_GRADER_DUMP_AFTER": f"{max(timeout - 1.0, 0.75 * timeout):g}"}     # where an endless loop is
+    env = _env(work, timeout)
     args = [python, "-I", "-B", WORKER, os.path.abspath(root)] + [str(fd) for fd in fds]
     unshare = pid_namespace()
     if unshare is not None:
@@ -202,9 +227,33 @@ def _start(python, root, work, fds, memory_mb, timeout, user, out_w):
         start_new_session=True, preexec_fn=limits))
 
 
-def run_child(root, configs, inputs_list, timeout=20.0, memory_mb=1024, user=None, python=None):
+def run_child(root, configs, inputs_list, timeout=20.0, memory_mb=1024, user=None, python=None, zygote=None,
+              task="part", bytecode=None):
     """Run the worker on ``root``'s mytorch for these cases. ``user``: a pwd entry to run as (when root);
-    ``python``: the interpreter for the child (default: the grader's own)."""
+    ``python``: the interpreter for the child (default: the grader's own); ``zygote``: the submission's
+    ``zygote.Zygote`` to fork the child from (else, or once it has given up, a new Python is started), with
+    ``bytecode`` (from ``compiled``) handed to the child. A part whose zygote died under it is graded again."""
+    for _ in range(2):
+        outcome = _run_child(root, configs, inputs_list, timeout, memory_mb, user, python, zygote, task, bytecode)
+        if outcome is not None:
+            return outcome
+    if task != "part":
+        return Outcome(failure="its zygote failed")
+    return _run_child(root, configs, inputs_list, timeout, memory_mb, user, python, None, task, None)
+
+
+def compiled(root, timeout=20.0, memory_mb=1024, user=None, zygote=None):
+    """The bytecode of ``root``'s mytorch, compiled (never run) once by a child confined like a part's, checked
+    and re-encoded here, for ``run_child(bytecode=...)``; None if there is no zygote or anything failed."""
+    if zygote is None:
+        return None
+    outcome = run_child(root, [{}], [{}], timeout, memory_mb, user, zygote=zygote, task="compile")
+    if outcome.failure or not outcome.arrays:
+        return None
+    return frames.encode([], {key: a for key, a in outcome.arrays.items() if a.dtype == "u1" and a.ndim == 1})
+
+
+def _run_child(root, configs, inputs_list, timeout, memory_mb, user, python, zygote, task, bytecode):
     start = time.monotonic()
     reaper.become_subreaper()
     request = request_bytes(configs, inputs_list)
@@ -222,7 +271,9 @@ def run_child(root, configs, inputs_list, timeout=20.0, memory_mb=1024, user=Non
         out_r, out_w = os.pipe()
         fds = [req_w, resp_r, out_r]
         try:
-            proc = _start(python or sys.executable, root, work, [req_r, resp_w], memory_mb, timeout, user, out_w)
+            proc = _fork(zygote, root, work, [req_r, resp_w], memory_mb, timeout, user, out_w, task, bytecode)
+            if proc is None:
+                proc = _start(python or sys.executable, root, work, [req_r, resp_w], memory_mb, timeout, user, out_w)
         except (OSError, subprocess.SubprocessError) as error:
             who = f" as user {user.pw_name}" if user is not None else ""
             return Outcome(failure=f"could not be run: the grader failed to start Python{who} ({error})")
@@ -243,7 +294,15 @@ def run_child(root, configs, inputs_list, timeout=20.0, memory_mb=1024, user=Non
             if pipes.output_total > OUTPUT_LIMIT:
                 flooded = True
                 break
+        lost = getattr(proc, "lost", False)            # its zygote died under it (so no one reaped it)
+        if lost:
+            proc.returncode = None                     # its pid is still its own: kill it with its tree
         reaper.end(proc)                               # the child and everything it started are gone
+        if lost:                                       # grade the part again
+            pipes.close()
+            fds = []
+            zygote.lost(proc)
+            return None
         drain_until = time.monotonic() + DRAIN_SECONDS
         while pipes.open and time.monotonic() < drain_until:
             pipes.read(0.05)

@@ -1,11 +1,23 @@
-"""Wall time of a full grading run on the solution (`python -m autograder`), median of repeated runs.
+"""How long grading takes, as ratios to peers measured in the same run (so they hold on any machine).
 
-    python benchmarks/bench_autograder.py [--runs 5]
+    python benchmarks/bench_autograder.py [--runs 5] [--class-size 100] [--jobs 2]
+                                          [--run-as USER --python PATH] [--no-batch]
 
-The target is under 5 s on the project's 2-core machine. It is measured here, never asserted in a test.
+1. A full grade of the solution (``python -m autograder``) against one ``python -c "import numpy"``, in
+   interleaved rounds (a pause before each sample), each ratio taken within its round and the median reported;
+   the same with one Python per part (MYTORCH_GRADER_ZYGOTE=0), and with ``--run-as`` when given (as root; the
+   user must be able to run ``--python``). Target: at most 8x.
+2. A class: ``--class-size`` submissions, half copies of the solution and half of the student handout (built
+   with ``python -m handout build``), graded by ``python -m autograder batch --jobs N``, against the sum of
+   their single full grades, which is the class size times the median single grade of each kind measured in
+   the same run (the copies are byte for byte the same). Target: at most 0.6x. It also says what 1,000
+   submissions would take at that rate.
+
+Measured here, never asserted in a test.
 """
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -13,21 +25,90 @@ import tempfile
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PAUSE = 0.3
+
+
+def timed(command, env=None, cwd=REPO):
+    time.sleep(PAUSE)
+    start = time.perf_counter()
+    proc = subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=dict(os.environ, **(env or {})))
+    seconds = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} failed:\n{proc.stderr[-2000:]}")
+    return seconds
+
+
+def grade_command(submission, results, extra=()):
+    return [sys.executable, "-m", "autograder", "--submission", submission, "--json", results, *extra]
+
+
+def rounds(peers, runs):
+    """{name: [seconds per round]} for ``peers`` ({name: (command, env)}), interleaved, rotated each round."""
+    names, times = list(peers), {name: [] for name in peers}
+    for k in range(runs):
+        for name in names[k % len(names):] + names[:k % len(names)]:
+            command, env = peers[name]
+            times[name].append(timed(command, env))
+    return times
+
+
+def single_grades(args, tmp):
+    numpy = ([sys.executable, "-c", "import numpy"], None)
+    results = os.path.join(tmp, "r.json")
+    peers = {"import numpy": numpy,
+             "grade": (grade_command(REPO, results), None),
+             "grade, one Python per part": (grade_command(REPO, results), {"MYTORCH_GRADER_ZYGOTE": "0"})}
+    if args.run_as:
+        extra = ["--run-as", args.run_as] + (["--python", args.python] if args.python else [])
+        peers["import numpy"] = ([args.python or sys.executable, "-c", "import numpy"], None)
+        peers["grade --run-as"] = (grade_command(REPO, results, extra), None)
+    times = rounds(peers, args.runs)
+    base = times["import numpy"]
+    print(f"python -c 'import numpy': median {statistics.median(base):.2f} s over {args.runs} rounds, "
+          f"{os.cpu_count()} cores")
+    for name, samples in times.items():
+        if name != "import numpy":
+            ratio = statistics.median(t / b for t, b in zip(samples, base))
+            print(f"{name:<28} median {statistics.median(samples):6.2f} s  = {ratio:5.1f}x import numpy"
+                  f"{'  (target <= 8x)' if name.startswith('grade') and 'one Python' not in name else ''}")
+
+
+def a_class(args, tmp):
+    handout = os.path.join(tmp, "handout")
+    subprocess.run([sys.executable, "-m", "handout", "build", "--out", handout], cwd=REPO, check=True,
+                   capture_output=True)
+    originals = {"solution": REPO, "handout": handout}
+    subs = os.path.join(tmp, "class")
+    for k in range(args.class_size):
+        kind = "solution" if k % 2 == 0 else "handout"
+        shutil.copytree(os.path.join(originals[kind], "mytorch"), os.path.join(subs, f"{kind}-{k:04d}", "mytorch"),
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    results = os.path.join(tmp, "r.json")
+    singles = rounds({kind: (grade_command(path, results), None) for kind, path in originals.items()}, args.runs)
+    per_kind = {kind: statistics.median(samples) for kind, samples in singles.items()}
+    total = sum(per_kind["solution" if k % 2 == 0 else "handout"] for k in range(args.class_size))
+    batch = timed([sys.executable, "-m", "autograder", "batch", subs, "--jobs", str(args.jobs),
+                   "--csv", os.path.join(tmp, "scores.csv")])
+    print(f"single grades: solution {per_kind['solution']:.2f} s, handout {per_kind['handout']:.2f} s (medians); "
+          f"sum over {args.class_size} submissions {total:.1f} s")
+    print(f"batch of {args.class_size} with --jobs {args.jobs}: {batch:.1f} s = {batch / total:.2f}x the sum of "
+          f"single grades (target <= 0.6x); 1,000 would take about {batch / args.class_size * 1000 / 60:.0f} min")
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--class-size", type=int, default=100)
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--run-as", default=None, metavar="USER")
+    parser.add_argument("--python", default=None, metavar="PATH", help="the Python --run-as USER runs")
+    parser.add_argument("--no-batch", action="store_true", help="only the single grades")
     args = parser.parse_args()
-    times = []
     with tempfile.TemporaryDirectory() as tmp:
-        for _ in range(args.runs):
-            start = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "autograder", "--json", os.path.join(tmp, "r.json")], cwd=REPO,
-                           check=True, capture_output=True)
-            times.append(time.perf_counter() - start)
-    print(f"python -m autograder on the solution: median {statistics.median(times):.2f} s "
-          f"(min {min(times):.2f}, max {max(times):.2f}) over {args.runs} runs, {os.cpu_count()} cores")
+        os.chmod(tmp, 0o755)
+        single_grades(args, tmp)
+        if not args.no_batch:
+            a_class(args, tmp)
 
 
 if __name__ == "__main__":

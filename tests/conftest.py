@@ -39,3 +39,23 @@ def rng():
 @pytest.fixture(params=CELLS, ids=[c.__name__ for c in CELLS])
 def cell_class(request):
     return request.param
+
+
+@pytest.fixture(scope="session")
+def built_handout(tmp_path_factory):
+    """The student handout built once per test process, shared by the tests that only read it:
+    ``(folder, handin archive, regions)`` as ``handout.build.build_handout`` returns them."""
+    from handout import build
+    return build.build_handout(str(tmp_path_factory.mktemp("handout") / "handout"))
+
+
+# module-scoped fixtures worth building once per module: a campaign of attacks run at once, a built handout
+SHARED_FIXTURES = {"campaign", "built"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (``--dist loadgroup``), the tests of a module that share one of SHARED_FIXTURES run in
+    one worker, so it is built once; every other test goes to whichever worker is free."""
+    for item in items:
+        if SHARED_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))

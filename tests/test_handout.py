@@ -19,9 +19,8 @@ NOTEBOOKS = sorted(os.path.join(REPO, "notebooks", n) for n in os.listdir(os.pat
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    out, archive, regions = build.build_handout(str(tmp_path_factory.mktemp("build") / "handout"))
-    return out, archive, regions
+def built(built_handout):
+    return built_handout                      # (out, archive, regions), built once per test process
 
 
 def region_bodies(path):

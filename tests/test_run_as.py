@@ -1,6 +1,7 @@
 """``--run-as`` and ``batch --run-as`` for real (as root): a user made for this run, a Python it can execute, and
 the attacks of tests/securitykit.py plus a batch whose one submission attacks the others and the grader.
 Skipped, with the reason, when not root or when the Python cannot be built."""
+import json
 import os
 import pwd
 import secrets
@@ -43,24 +44,53 @@ def _world_readable_dir(prefix):
     return path
 
 
-@pytest.fixture(scope="module")
-def sandbox_user():
-    """(a function making a new user, a Python with numpy any user can run, a world-readable folder); the
-    users and the folder are removed afterwards. One user per grading process: the grader kills every process
-    of its sandbox user at the end, so two graders must not share one."""
+def _numpy_copied_into(venv):
+    """Put this Python's NumPy into ``venv`` when both are the same minor version (seconds, where a download
+    takes minutes); True if the venv's Python then imports it."""
+    import numpy
+    python = os.path.join(venv, "bin", "python")
+    probe = subprocess.run([python, "-c", "import sys; print(sys.version_info[:2] == %r and sys.path[-1])"
+                            % (tuple(sys.version_info[:2]),)], capture_output=True, text=True)
+    site = probe.stdout.strip()
+    if probe.returncode != 0 or not site.startswith(venv):
+        return False
+    here = os.path.dirname(os.path.dirname(numpy.__file__))
+    for name in ("numpy", "numpy.libs"):
+        if os.path.isdir(os.path.join(here, name)):
+            shutil.copytree(os.path.join(here, name), os.path.join(site, name),
+                            ignore=shutil.ignore_patterns("__pycache__", "tests"))
+    return subprocess.run([python, "-I", "-c", "import numpy"], capture_output=True).returncode == 0
+
+
+@pytest.fixture(scope="session")
+def sandbox_python(tmp_path_factory):
+    """A Python with numpy that any user can run (a venv of /usr/bin/python3), made once per test process."""
     if os.geteuid() != 0:
         pytest.skip("--run-as needs root")
     if shutil.which("useradd") is None or not os.path.exists("/usr/bin/python3"):
         pytest.skip("needs useradd and /usr/bin/python3")
-    home = _world_readable_dir("mytorch-run-as-")
+    home = _world_readable_dir("mytorch-run-as-python-")
     venv = os.path.join(home, "venv")
-    made = subprocess.run(["/usr/bin/python3", "-m", "venv", venv], capture_output=True, text=True)
-    if made.returncode == 0:
-        made = subprocess.run([os.path.join(venv, "bin", "python"), "-m", "pip", "install", "-q", "numpy"],
-                              capture_output=True, text=True)
+    made = subprocess.run(["/usr/bin/python3", "-m", "venv", "--without-pip", venv], capture_output=True, text=True)
+    if made.returncode == 0 and not _numpy_copied_into(venv):
+        shutil.rmtree(venv, ignore_errors=True)
+        made = subprocess.run(["/usr/bin/python3", "-m", "venv", venv], capture_output=True, text=True)
+        if made.returncode == 0:
+            made = subprocess.run([os.path.join(venv, "bin", "python"), "-m", "pip", "install", "-q", "numpy"],
+                                  capture_output=True, text=True)
     if made.returncode != 0:
         shutil.rmtree(home, ignore_errors=True)
         pytest.skip(f"could not build a Python with numpy for the sandbox user: {made.stderr[-300:]}")
+    yield os.path.join(venv, "bin", "python")
+    shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def sandbox_user(sandbox_python):
+    """(a function making a new user, a Python with numpy any user can run, a world-readable folder); the
+    users and the folder are removed afterwards. One user per grading process: the grader kills every process
+    of its sandbox user at the end, so two graders must not share one."""
+    home = _world_readable_dir("mytorch-run-as-")
     made = []
 
     def make_user():
@@ -73,7 +103,7 @@ def sandbox_user():
         return pwd.getpwnam(name)
 
     try:
-        yield make_user, os.path.join(venv, "bin", "python"), home
+        yield make_user, sandbox_python, home
     finally:
         for name in made:
             subprocess.run(["userdel", name], capture_output=True)
@@ -198,6 +228,65 @@ def test_a_python_the_sandbox_user_cannot_use_is_a_usage_error(sandbox_user):
                           env=dict(os.environ, PYTHONPATH=""), capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert f"user {user.pw_name} cannot run {broken} with numpy (No module named numpy)" in proc.stderr
+
+
+REACH_ZYGOTE = """import ctypes, errno, signal
+libc = ctypes.CDLL(None, use_errno=True)
+tried = []
+for pid in [int(p) for p in os.listdir('/proc') if p.isdigit()]:
+    try:                                                    # the zygote, not its children (forks of it) of our uid
+        if b'autograder/zygote.py' not in open(f'/proc/{pid}/cmdline', 'rb').read() or os.stat(
+                f'/proc/{pid}').st_uid == os.getuid():
+            continue
+    except OSError:
+        continue
+    attached = libc.ptrace(16, pid, 0, 0)                  # PTRACE_ATTACH
+    tried.append(f'ptrace:{errno.errorcode.get(ctypes.get_errno(), "0") if attached else "ATTACHED"}')
+    try:
+        with open(f'/proc/{pid}/mem', 'rb') as f:
+            tried.append('mem:READ')
+    except OSError as error:
+        tried.append(f'mem:{errno.errorcode[error.errno]}')
+    for sig in (signal.SIGSTOP, signal.SIGKILL):
+        try:
+            os.kill(pid, sig)
+            tried.append('kill:SENT')
+        except OSError as error:
+            tried.append(f'kill:{errno.errorcode[error.errno]}')
+sockets = []
+for fd in os.listdir('/proc/self/fd'):
+    try:
+        sockets += [fd] if os.readlink('/proc/self/fd/' + fd).startswith('socket:') else []
+    except OSError:
+        pass
+raise ValueError(f"zygote reached: {' '.join(tried) or 'none seen'}; sockets: {len(sockets)}")"""
+
+
+@pytest.mark.parametrize("namespace", ["1", "0"], ids=["pid-namespace", "no-pid-namespace"])
+def test_a_child_cannot_reach_its_zygote(sandbox_user, tmp_path, namespace):
+    """As the sandbox user, a part's child finds its zygote in /proc (a process of another user whose command
+    is the zygote's) but cannot trace it, open its memory or signal it, and holds no end of its control
+    socket; the grade completes with no worker replaced."""
+    make_user, python, home = sandbox_user
+    user = make_user()
+    root = _world_readable_dir(os.path.join(home, "reach-"))
+    sub = make_submission(os.path.join(root, "sub"), kit.attack_edits(REACH_ZYGOTE, root, "", ""))
+    out = os.path.join(root, "results.json")
+    proc = subprocess.run([sys.executable, "-m", "autograder", "1.1", "2.1", "--submission", sub, "--json", out,
+                           "--run-as", user.pw_name, "--python", python],
+                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                          env=dict(os.environ, PYTHONPATH="", MYTORCH_GRADER_PID_NAMESPACE=namespace),
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "grading worker" not in proc.stderr
+    with open(out) as f:
+        tests = check_gradescope(json.load(f))
+    assert tests["1.1"]["score"] == spec.PARTS_BY_NUMBER["1.1"].points
+    said = tests["2.1"]["output"]
+    assert "zygote reached: ptrace:" in said and "sockets: 0" in said, said
+    assert "ATTACHED" not in said and "READ" not in said and "SENT" not in said, said
+    assert not kit.processes_mentioning("/nonexistent", uid=user.pw_uid)
+    shutil.rmtree(root, ignore_errors=True)
 
 
 # every work folder it can find and its own, /tmp, and IPC: what two submissions run as one user could do

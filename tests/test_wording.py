@@ -6,7 +6,6 @@ import re
 
 import pytest
 
-from handout import build
 from tests.graderkit import REPO
 
 # words that point at documents a reader does not have, or at how the project was made
@@ -64,9 +63,8 @@ def test_source_tree_names_sources_by_what_they_are():
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    out, _, _ = build.build_handout(str(tmp_path_factory.mktemp("wording") / "handout"))
-    return out
+def built(built_handout):
+    return built_handout[0]
 
 
 def test_built_handout_names_sources_by_what_they_are(built):

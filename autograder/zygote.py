@@ -1,0 +1,532 @@
+"""A per-submission process that has imported NumPy once and forks each part's child from that state.
+
+Starting Python and importing NumPy costs each child ~0.15 s, while most parts run a few milliseconds of math.
+So for one submission the grader starts one *zygote*::
+
+    python -I -B zygote.py CONTROL_FD
+
+It imports NumPy (and the standard library the child's code needs) and nothing else: no reference data, no
+grader state, nothing a student may not see. It makes itself non-dumpable, then only obeys the grader over the
+control socket (an ``AF_UNIX`` ``SOCK_SEQPACKET`` pair, one JSON message per packet):
+
+    grader -> zygote   {"op": "fork", "id": N, ...the child's settings}  + 3 fds (request, response, output)
+                       {"op": "reap", "pid": P}     (the grader has seen P's end: the pid may be reused now)
+    zygote -> grader   {"ready": pid}   {"started": N, "pid": P}   {"exited": P, "code": returncode}
+
+No student code ever runs in the zygote. Each forked child first closes the control socket and every other
+fd it inherited, then does what ``sandbox`` does to a spawned child: a new session (``setsid``), stdin from
+/dev/null and stdout and stderr into the output pipe, its working folder and environment, as root an IPC
+namespace of its own (``ipc``), the limits on memory, CPU, file size, core dumps and (under ``--run-as``)
+processes, as root a PID namespace (the child forks once more, like ``unshare --pid --fork --kill-child``,
+and waits), the sandbox user, and then the unchanged per-part entry, ``worker.main``. A child therefore starts from the zygote's pristine memory: what
+one part does to its copy of NumPy or anything else cannot reach the next part.
+
+The trust boundary. The zygote runs as the grader (root under ``--run-as``) and is non-dumpable; the child
+runs as the sandbox user, so it cannot trace the zygote, read or write its memory through ``/proc/PID/mem``,
+or signal it (and as root it sits in its own PID namespace). It holds no end of the control socket, so it
+cannot ask for anything. The zygote reports exits without reaping (``waitid(WNOWAIT)``) until the grader says
+so, so a pid the grader may still kill is never reused. Without ``--run-as`` a child runs as you and could
+signal the zygote, as it could the grader itself: then, as when the zygote dies or stops answering for any
+reason, the grader notices, starts a new zygote and grades the parts that were running again, or after
+repeated failures goes back to starting one Python per part; it says so on stderr every time.
+
+Grader side: ``Zygote(python)``, its ``fork(settings, fds)`` (a ``Child`` that quacks like the ``Popen`` the
+``reaper`` expects) and ``close()``. ``enabled()`` is false when MYTORCH_GRADER_ZYGOTE=0.
+"""
+import ctypes
+import json
+import os
+import select
+import signal
+import socket
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKER = os.path.join(HERE, "worker.py")
+PR_SET_DUMPABLE, PR_SET_PDEATHSIG = 4, 1
+CLONE_NEWPID = 0x20000000
+MESSAGE_LIMIT = 1 << 16
+START_SECONDS = 60.0             # the zygote's NumPy import, on a loaded machine
+ANSWER_SECONDS = 10.0            # a fork request it does not answer in this time: it is stuck, or stopped
+RESTARTS = 2                     # zygotes started again after the first, before going back to one Python a part
+
+
+# ---------------------------------------------------------------- the zygote process (stdlib and NumPy only)
+
+def _libc():
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _exit_code(pid):
+    """The ``Popen.returncode`` of the ended child ``pid`` without reaping it, or None while it runs."""
+    info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    if info is None or info.si_pid == 0:
+        return None
+    return info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
+
+
+def serve(control):
+    """The zygote's loop: fork on request, report each child's end, reap when told; exit when the grader is gone."""
+    wake_r, wake_w = os.pipe()
+    for fd in (wake_r, wake_w):
+        os.set_blocking(fd, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    running, ended = set(), set()
+    while True:
+        ready = select.select([control, wake_r], [], [])[0]
+        if wake_r in ready:
+            while True:
+                try:
+                    if not os.read(wake_r, 512):
+                        break
+                except BlockingIOError:
+                    break
+        for pid in sorted(running - ended):
+            code = _exit_code(pid)
+            if code is not None:
+                ended.add(pid)
+                control.send(json.dumps({"exited": pid, "code": code}).encode())
+        if control not in ready:
+            continue
+        message, fds, _, _ = socket.recv_fds(control, MESSAGE_LIMIT, 4)
+        if not message:                                   # the grader is gone: so are its parts
+            for pid in running:
+                with _suppress():
+                    os.kill(pid, signal.SIGKILL)
+            os._exit(0)
+        command = json.loads(message)
+        if command["op"] == "fork":
+            pid = os.fork()
+            if pid == 0:
+                _child(command, fds)
+            for fd in fds:
+                os.close(fd)
+            running.add(pid)
+            control.send(json.dumps({"started": command["id"], "pid": pid}).encode())
+        elif command["op"] == "reap" and command["pid"] in ended:
+            os.waitpid(command["pid"], 0)
+            running.discard(command["pid"])
+            ended.discard(command["pid"])
+
+
+class _suppress:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, *_):
+        return kind is not None and issubclass(kind, OSError)
+
+
+def _child(command, fds):
+    """In the forked child: confine it as ``sandbox`` confines a spawned child, then run the per-part entry."""
+    code = 1
+    try:
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        os.setsid()
+        request, response, output = fds[:3]
+        bytecode = fds[3] if len(fds) > 3 else None
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(output, 1)
+        os.dup2(output, 2)
+        keep = {0, 1, 2, request, response, bytecode}
+        for name in os.listdir("/proc/self/fd"):          # the control socket, the wake pipe, anything else
+            if int(name) not in keep:
+                with _suppress():
+                    os.close(int(name))
+        os.chdir(command["work"])
+        os.environ.clear()
+        os.environ.update(command["env"])
+        if "tempfile" in sys.modules:
+            sys.modules["tempfile"].tempdir = None        # it follows TMPDIR, the working folder
+        if command.get("ipc_namespace"):                 # as root, before giving it up (see ipc)
+            _grader_module("ipc").fresh_namespace(command["memory_mb"])
+        import resource
+        memory = command["memory_mb"] << 20
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+        resource.setrlimit(resource.RLIMIT_CPU, (command["cpu_seconds"], command["cpu_seconds"] + 1))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (command["file_limit"], command["file_limit"]))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        user = command.get("user")                        # [uid, gid, processes] under --run-as
+        if user is not None:
+            resource.setrlimit(resource.RLIMIT_NPROC, (user[2], user[2]))
+            os.setgroups([])
+        if command.get("pid_namespace"):
+            _own_pid_namespace((request, response))
+        if user is not None:
+            os.setgid(user[1])
+            os.setuid(user[0])
+        _libc().prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+        root = command["root"]
+        sys.argv = [WORKER, root, str(request), str(response)]
+        import importlib.util
+        _use_compiled_code()
+        if command.get("task") == "compile":
+            _compile_sources(root, request, response)
+            os._exit(0)
+        if bytecode is not None:
+            _install_bytecode(bytecode, root, command["work"])
+        spec = importlib.util.spec_from_file_location("__worker__", WORKER)
+        worker = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(worker)
+        worker.main(root, str(request), str(response))
+        code = 0
+    except SystemExit as stop:
+        code = stop.code if isinstance(stop.code, int) else 1
+    except BaseException:
+        with _suppress():
+            import traceback
+            traceback.print_exc()
+    finally:
+        with _suppress():
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(code)
+
+
+def _own_pid_namespace(fds):
+    """As ``unshare --pid --fork --kill-child``: the caller forks into a new PID namespace and waits; it ends as
+    the process 1 of that namespace ended (same code, or killed by the same signal). Without the privilege to
+    make one, carry on without it (it is a second line of defence, never required)."""
+    if _libc().unshare(CLONE_NEWPID) != 0:
+        return
+    pid = os.fork()
+    if pid == 0:
+        _libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        return
+    for fd in fds + (0, 1, 2):                            # the pipes close when process 1 is gone
+        os.close(fd)
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        with _suppress():
+            signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
+        os.kill(os.getpid(), os.WTERMSIG(status))
+    os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+
+
+_COMPILED = {}                   # path of a grader file the child loads -> its code object (compiled, never run)
+
+
+def _compile_child_code():
+    """Compile (not run) worker.py and the grader files it loads by path, so that no child compiles them again."""
+    import re
+    with open(WORKER, encoding="utf-8") as f:
+        source = f.read()
+    names = set(re.findall(r"""_load\(["'](\w+)["']\)""", source)) | {"ipc"}
+    for path in [WORKER] + [os.path.join(HERE, f"{name}.py") for name in sorted(names)]:
+        with open(path, "rb") as f:
+            _COMPILED[path] = compile(f.read(), path, "exec", dont_inherit=True)
+
+
+def _grader_module(name):
+    """A grader module of the child's (stdlib only, e.g. ``ipc``) from its code compiled in the zygote."""
+    import types
+    path = os.path.join(HERE, f"{name}.py")
+    module = types.ModuleType(f"_autograder_{name}")
+    module.__file__ = path
+    code = _COMPILED.get(path)
+    if code is None:
+        with open(path, "rb") as f:
+            code = compile(f.read(), path, "exec", dont_inherit=True)
+    exec(code, module.__dict__)
+    return module
+
+
+def _use_compiled_code():
+    """In the child: the loader serves the grader files from ``_COMPILED`` (same path, same code) until the
+    first other file is imported, which restores the loader as it was."""
+    from importlib.machinery import SourceFileLoader
+    original = SourceFileLoader.get_code
+
+    def get_code(self, fullname):
+        code = _COMPILED.get(self.path)
+        if code is None:
+            SourceFileLoader.get_code = original
+            return original(self, fullname)
+        return code
+    SourceFileLoader.get_code = get_code
+
+
+# ---- the submission's bytecode: compiled once by a confined child, handed to each part's child
+
+SOURCE_FILES, SOURCE_BYTES, SOURCE_DEPTH = 500, 16 << 20, 16
+
+
+def _frames():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("_autograder_frames", os.path.join(HERE, "frames.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _compile_sources(root, request, response):
+    """The compile task, in a confined child: every ``mytorch/**.py`` of ``root`` compiled (never run) into a
+    checked hash-based pyc, sent as one ``frames`` message ``{(0, relative path): uint8 array}``. A file that
+    does not compile is left out (the part's child compiles it and reports the error as it always did)."""
+    import importlib._bootstrap_external as bootstrap
+    import importlib.util
+    import numpy as np
+    os.close(request)
+    arrays, total, todo = {}, 0, [("mytorch", 0)]
+    while todo and len(arrays) < SOURCE_FILES:              # iterative and bounded: the tree is the student's
+        folder, depth = todo.pop()
+        with os.scandir(os.path.join(root, folder)) as entries:
+            for entry in entries:
+                relative = f"{folder}/{entry.name}"
+                if entry.is_dir(follow_symlinks=False) and depth < SOURCE_DEPTH and entry.name != "__pycache__":
+                    todo.append((relative, depth + 1))
+                elif entry.name.endswith(".py") and entry.is_file(follow_symlinks=False):
+                    with open(entry.path, "rb") as f:
+                        source = f.read(SOURCE_BYTES - total + 1)
+                    total += len(source)
+                    if total > SOURCE_BYTES:
+                        todo = []
+                        break
+                    try:
+                        code = compile(source, entry.path, "exec", dont_inherit=True)
+                    except Exception:
+                        continue
+                    pyc = bootstrap._code_to_hash_pyc(code, importlib.util.source_hash(source), checked=True)
+                    arrays[(0, relative)] = np.frombuffer(bytes(pyc), dtype=np.uint8)
+    report = [{"status": "ok", "error": "", "where": "", "types": {}, "mutated": []}]
+    view = memoryview(_frames().encode(report, arrays))
+    while view:
+        view = view[os.write(response, view):]
+    os.close(response)
+
+
+def _install_bytecode(fd, root, work):
+    """In a part's child (already confined): the submission's pycs, as the grader passed them on, put under
+    a pycache prefix in the child's own working folder. Each is checked against its source's hash on import,
+    so a file changed since is compiled again. Anything wrong here only means compiling as usual."""
+    import importlib.util
+    chunks = []
+    while True:
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(fd)
+    try:
+        _, arrays = _frames().decode(b"".join(chunks))
+    except ValueError:
+        return
+    sys.pycache_prefix = os.path.join(work, ".bytecode")
+    for (_, relative), array in arrays.items():
+        parts = relative.split("/")
+        if parts[0] != "mytorch" or any(p in ("", ".", "..") for p in parts) or not relative.endswith(".py"):
+            continue
+        target = importlib.util.cache_from_source(os.path.join(root, *parts))
+        with _suppress():
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            with open(target, "wb") as f:
+                f.write(array.tobytes())
+
+
+def zygote_main(control_fd):
+    _libc().prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)           # before anything else: no one traces or reads it
+    import numpy                                          # noqa: F401  (the point of it all)
+    import faulthandler, importlib.util, json, linecache, resource, traceback, warnings  # noqa: E401,F401,F811
+    _compile_child_code()
+    control = socket.socket(fileno=int(control_fd))
+    control.send(json.dumps({"ready": os.getpid()}).encode())
+    serve(control)
+
+
+# ---------------------------------------------------------------- the grader's side
+
+def enabled():
+    return os.environ.get("MYTORCH_GRADER_ZYGOTE", "1") != "0"
+
+
+class ZygoteGone(Exception):
+    """The zygote died, stopped answering or answered nonsense; the message says which."""
+
+
+class Child:
+    """A part's child forked by the zygote, as the ``reaper`` and ``sandbox`` use a ``Popen``: ``pid``,
+    ``returncode``, ``poll()``, ``wait(timeout)``. ``lost`` is true if its zygote went away before the child
+    ended: its part must be graded again."""
+
+    def __init__(self, generation, pid):
+        self.generation, self.pid, self.returncode, self.lost = generation, pid, None, False
+
+    def poll(self):
+        if self.returncode is None:
+            code = self.generation.ended(self.pid)
+            if code is not None:
+                self.returncode = code
+            elif not self.generation.alive:
+                self.returncode, self.lost = -signal.SIGKILL, True
+        return self.returncode
+
+    def wait(self, timeout=None):
+        import subprocess
+        import time
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired("a part's child", timeout)
+            self.generation.wait(0.05)
+        return self.returncode
+
+
+class _Generation:
+    """One zygote process and what it said: started at once, listened to by a thread of its own."""
+
+    def __init__(self, python):
+        import subprocess
+        import threading
+        from autograder import reaper
+        self.event = threading.Condition()
+        self.started, self.exits, self.next_id = {}, {}, 0
+        self.alive, self.ready, self.failure, self.proc, self.control = False, False, "", None, None
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/", "LANG": "C.UTF-8",
+               "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+        try:
+            self.proc = reaper.spawn(lambda: subprocess.Popen(
+                [python, "-I", "-B", os.path.join(HERE, "zygote.py"), str(theirs.fileno())], cwd="/",
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+                pass_fds=[theirs.fileno()], start_new_session=True))
+        except (OSError, subprocess.SubprocessError) as error:
+            ours.close()
+            self.failure = f"it could not be started ({error})"
+            return
+        finally:
+            theirs.close()
+        self.control, self.alive = ours, True
+        threading.Thread(target=self._listen, daemon=True).start()
+
+    def _listen(self):
+        """Read the zygote's messages until it is gone; anything malformed counts as gone."""
+        try:
+            while True:
+                data = self.control.recv(MESSAGE_LIMIT)
+                if not data:
+                    raise ZygoteGone("it ended")
+                message = json.loads(data)
+                with self.event:
+                    if set(message) == {"ready"} and message["ready"] == self.proc.pid:
+                        self.ready = True
+                    elif set(message) == {"started", "pid"} and type(message["pid"]) is int and message["pid"] > 0:
+                        self.started[message["started"]] = message["pid"]
+                    elif set(message) == {"exited", "code"} and type(message["code"]) is int:
+                        self.exits[message["exited"]] = message["code"]
+                    else:
+                        raise ZygoteGone("it sent a message the grader does not know")
+                    self.event.notify_all()
+        except (OSError, ValueError, TypeError, ZygoteGone) as error:
+            self.lose(str(error) or type(error).__name__)
+
+    def lose(self, why):
+        with self.event:
+            if self.alive:
+                self.alive, self.failure = False, why
+            self.event.notify_all()
+
+    def wait(self, seconds):
+        with self.event:
+            self.event.wait(seconds)
+
+    def send(self, message, fds=()):
+        try:
+            socket.send_fds(self.control, [json.dumps(message).encode()], list(fds))
+        except OSError as error:
+            self.lose(f"it stopped reading ({error})")
+
+    def ended(self, pid):
+        """The returncode of ``pid`` once the zygote reported it (the zygote then reaps it), else None."""
+        with self.event:
+            code = self.exits.pop(pid, None)
+        if code is not None and self.alive:
+            self.send({"op": "reap", "pid": pid})
+        return code
+
+    def fork(self, settings, fds):
+        """The pid of a new child, or None (and ``alive`` false) if this zygote cannot make one."""
+        import time
+        with self.event:
+            self.next_id += 1
+            ident = self.next_id
+            deadline = time.monotonic() + START_SECONDS
+            while self.alive and not self.ready and time.monotonic() < deadline:
+                self.event.wait(0.1)
+            if not self.ready:
+                self.lose(self.failure or "it did not start in time")
+                return None
+            self.send(dict(settings, op="fork", id=ident), fds)
+            deadline = time.monotonic() + ANSWER_SECONDS
+            while self.alive and ident not in self.started and time.monotonic() < deadline:
+                self.event.wait(0.1)
+            if ident not in self.started:
+                self.lose(self.failure or "it did not answer in time")
+                return None
+            return self.started.pop(ident)
+
+    def end(self):
+        from autograder import reaper
+        self.lose(self.failure or "it was closed")
+        if self.proc is not None:
+            reaper.end(self.proc)
+        if self.control is not None:
+            self.control.close()
+
+
+class Zygote:
+    """One submission's zygote, started at once and used by every part of that submission (from any thread):
+    ``fork(settings, fds)`` gives a ``Child``, or None once it has given up (the caller then spawns);
+    ``close()`` ends it. ``note(text)`` says what went wrong (default: on stderr)."""
+
+    def __init__(self, python=None, note=None):
+        import threading
+        self.python = python or sys.executable
+        self.note = note or (lambda text: print(f"note: {text}", file=sys.stderr, flush=True))
+        self.lock = threading.Lock()
+        self.restarts, self.current = 0, _Generation(self.python)
+
+    def _replace(self, failed):
+        """The generation ``failed`` failed: end it, and start another unless too many failed (then give up)."""
+        with self.lock:
+            if failed is not self.current:
+                return
+            why = failed.failure or "it stopped answering"
+            failed.end()
+            if self.restarts >= RESTARTS:
+                self.current = None
+                self.note(f"the grading worker failed again ({why}); each part now starts its own Python")
+                return
+            self.restarts += 1
+            self.note(f"the grading worker failed ({why}); a new one is started and the parts that were "
+                      "running on it are graded again")
+            self.current = _Generation(self.python)
+
+    def fork(self, settings, fds):
+        """A ``Child`` running one part with ``settings`` (see ``_child``) on the pipe ends ``fds`` (request,
+        response, output), or None when there is no working zygote any more."""
+        while True:
+            with self.lock:
+                generation = self.current
+            if generation is None:
+                return None
+            pid = generation.fork(settings, fds)
+            if pid is not None:
+                return Child(generation, pid)
+            self._replace(generation)
+
+    def lost(self, child):
+        """``child`` was lost with its zygote: replace that zygote (once, whichever part notices first)."""
+        self._replace(child.generation)
+
+    def close(self):
+        with self.lock:
+            generation, self.current = self.current, None
+        if generation is not None:
+            generation.end()
+
+
+if __name__ == "__main__":
+    zygote_main(sys.argv[1])

@@ -1,0 +1,147 @@
+"""The per-submission zygote: every child starts from its pristine state, a zygote killed or stuck is replaced and
+the grade completes, batch never shares one between submissions, and it holds nothing a student may not see.
+(That a child cannot trace, read or signal it under --run-as is in tests/test_run_as.py.)"""
+import os
+import signal
+
+import pytest
+
+from autograder import batch, data, grade, reaper, sandbox, spec, zygote
+from tests.graderkit import load_results, make_submission, run_cli
+
+RNN_FORWARD = "        x, (h,), batched, _ = self._prepare(x, state)\n"
+
+
+def rnn_edit(code):
+    """Code run at the top of RNNCell.forward (parts 1.1 and 1.2 both call it)."""
+    lines = "".join(f"        {line}\n" for line in code.splitlines())
+    return [("nn/rnn_cell.py", RNN_FORWARD, lines + RNN_FORWARD)]
+
+
+def zygotes():
+    """Pids of the zygotes this process started and that are alive now."""
+    found = set()
+    for name in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as f:
+                command = f.read()
+            with open(f"/proc/{name}/stat", "rb") as f:
+                parent = int(f.read().rpartition(b")")[2].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if name.isdigit() and b"autograder/zygote.py" in command and parent == os.getpid():
+            found.add(int(name))
+    return found
+
+
+def test_each_child_starts_from_the_pristine_zygote(tmp_path):
+    """Part 1.1 changes NumPy, a module of the standard library and the builtins in its child; part 1.2, forked
+    afterwards from the same zygote, finds none of it (its cases, run in one child, do share it). Both keep
+    full marks."""
+    leave = ("import numpy as _np, json as _json, builtins as _b, mytorch as _m\n"
+             "_mine = _m.__dict__.setdefault('_token', object())      # one per child: cases share it\n"
+             "for _where in (_np, _json, _b):\n"
+             "    if getattr(_where, 'left_by_a_part', _mine) is not _mine:\n"
+             "        raise ValueError('state left by another part')\n"
+             "    _where.left_by_a_part = _mine\n"
+             "_np.zeros = _np.ones\n")
+    sub = make_submission(tmp_path / "sub", rnn_edit(leave))
+    results = grade.grade(sub, [spec.PARTS_BY_NUMBER["1.1"], spec.PARTS_BY_NUMBER["1.2"]], jobs=1)
+    assert [r.score for r in results] == [r.part.points for r in results], [r.output for r in results]
+
+
+def test_the_zygote_holds_no_data_no_shared_memory_and_no_extra_files():
+    reaper.become_subreaper()
+    worker = zygote.Zygote()
+    try:
+        bytecode = sandbox.compiled(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), zygote=worker)
+        assert bytecode                                   # the generation is ready once it compiled
+        pid = worker.current.proc.pid
+        fds = {int(fd): os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
+        assert {fd for fd, target in fds.items() if target.startswith("socket:")} and len(fds) <= 6, fds
+        assert not [t for t in fds.values() if "data" in t or t.endswith((".npz", ".json"))], fds
+        with open(f"/proc/{pid}/maps") as f:
+            maps = f.read().splitlines()
+        assert not [m for m in maps if m.split()[1][1] == "w" and m.split()[1][3] == "s"]      # no shared writes
+        assert not [m for m in maps if ".npz" in m or "autograder/data" in m]
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            assert f.read().split(b"\0")[1:3] == [b"-I", b"-B"]
+    finally:
+        worker.close()
+    assert pid not in zygotes()
+
+
+def test_a_killed_zygote_is_replaced_and_the_grade_completes(tmp_path):
+    """Part 2.1's child (as the grader's own user, no PID namespace: it can signal its parent, the zygote)
+    kills its zygote once; the grader says so, grades the parts again on a new zygote, and every part keeps full
+    marks."""
+    marker = tmp_path / "killed"
+    kill = ("import os, signal\n"
+            f"if not os.path.exists({str(marker)!r}):\n"
+            f"    open({str(marker)!r}, 'w').close()\n"
+            "    os.kill(os.getppid(), signal.SIGKILL)                 # its parent: the zygote\n")
+    sub = make_submission(tmp_path / "sub", [("nn/gru_cell.py", RNN_FORWARD, "".join(
+        f"        {line}\n" for line in kill.splitlines()) + RNN_FORWARD)])
+    out = tmp_path / "r.json"
+    proc = run_cli(["1.1", "1.2", "2.1", "2.2", "--submission", sub, "--json", str(out)],
+                   env={"MYTORCH_GRADER_PID_NAMESPACE": "0"})
+    assert proc.returncode == 0, proc.stderr
+    assert marker.exists()
+    assert "the grading worker failed (" in proc.stderr and "a new one is started" in proc.stderr
+    assert load_results(out)["score"] == sum(spec.PARTS_BY_NUMBER[n].points for n in ("1.1", "1.2", "2.1", "2.2"))
+
+
+def test_a_stuck_zygote_is_replaced_then_given_up(monkeypatch):
+    """A zygote that stops answering is ended and replaced; after RESTARTS more failures the grader starts one
+    Python per part, and says so each time. Every part is still graded."""
+    monkeypatch.setattr(zygote, "ANSWER_SECONDS", 1.0)
+    notes = []
+    reaper.become_subreaper()
+    worker = zygote.Zygote(note=notes.append)
+    part = spec.PARTS_BY_NUMBER["1.1"]
+    part_data = data.load_part(part.number)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        for attempt in range(zygote.RESTARTS + 2):
+            generation = worker.current
+            if generation is not None:
+                while not generation.ready and generation.alive:
+                    generation.wait(0.1)
+                os.kill(generation.proc.pid, signal.SIGSTOP)
+            result = grade.grade_part(part, part_data, root, 20.0, 1024, False, None, None, worker)
+            assert result.score == part.points, result.output
+    finally:
+        worker.close()
+    assert len(notes) == zygote.RESTARTS + 1
+    assert all("did not answer in time" in n for n in notes)
+    assert "each part now starts its own Python" in notes[-1]
+    assert worker.current is None
+
+
+def test_batch_gives_every_submission_its_own_zygote(tmp_path, monkeypatch):
+    used = {}
+    fork = sandbox._fork
+
+    def recording(worker, root, *args):
+        if worker is not None:
+            used.setdefault(os.path.basename(root), set()).add(worker)        # kept: no id is reused
+        return fork(worker, root, *args)
+    monkeypatch.setattr(sandbox, "_fork", recording)
+    monkeypatch.setattr(spec, "PARTS", [spec.PARTS_BY_NUMBER["1.1"], spec.PARTS_BY_NUMBER["2.1"]])
+    for name in ("alice", "bob", "carol"):
+        make_submission(tmp_path / "subs" / name)
+    assert batch.main([str(tmp_path / "subs"), "--jobs", "2"]) == 0
+    assert len(used) == 3 and all(len(ids) == 1 for ids in used.values())
+    assert len(set.union(*used.values())) == 3            # three submissions, three zygotes
+    rows = (tmp_path / "subs" / "scores.csv").read_text().splitlines()
+    full = spec.PARTS_BY_NUMBER["1.1"].points + spec.PARTS_BY_NUMBER["2.1"].points
+    assert [float(row.split(",")[-1]) for row in rows[1:]] == [full] * 3
+
+
+def test_without_a_zygote_each_part_starts_its_own_python(tmp_path, monkeypatch):
+    monkeypatch.setenv("MYTORCH_GRADER_ZYGOTE", "0")
+    seen = set()
+    monkeypatch.setattr(sandbox, "_fork", lambda *args: seen.update(zygotes()) or None)
+    results = grade.grade(make_submission(tmp_path / "sub"), [spec.PARTS_BY_NUMBER["1.1"]])
+    assert results[0].score == results[0].part.points
+    assert not seen
