@@ -19,7 +19,7 @@ import shutil
 import sys
 import tempfile
 
-from autograder import archive, cli, data, isolation, report, spec
+from autograder import archive, cli, course, data, isolation, report
 from autograder.grade import PartResult
 
 STUDENT = "student"
@@ -62,6 +62,32 @@ def find_package(submission, staging):
     return None
 
 
+def instructor_notes(root, grade_args):
+    """Add the run-as user and fresh cases to ``grade_args`` where this machine allows them; returns what the
+    course staff must know about a mode that fell back (students never see it: it goes to stdout and to the
+    results' ``extra_data``)."""
+    notes = []
+    if os.geteuid() == 0:
+        try:
+            pwd.getpwnam(STUDENT)
+            grade_args += ["--run-as", STUDENT]
+            # the grader reads the references before any student code runs; the student may not read them
+            os.chmod(data.DATA_DIR, 0o700)
+        except KeyError:
+            notes.append(f"no user {STUDENT!r} (setup.sh makes it): student code ran with the grader's privileges "
+                         "and could read the solution and rewrite its score")
+    else:
+        notes.append("the grader did not run as root: student code ran as the grader's own user, without isolation")
+    solution = os.path.join(root, "source", "solution")
+    if os.path.isfile(os.path.join(solution, "mytorch", "__init__.py")):
+        os.chmod(solution, 0o700)
+        grade_args += ["--fresh-seed", str(secrets.randbelow(2 ** 31)), "--solution", solution]
+    else:
+        notes.append("no solution in the autograder zip: graded on the fixed cases the students hold (a "
+                     "submission that returns the stored answers scores full marks); build it with the solution")
+    return notes
+
+
 def main(argv):
     parser = argparse.ArgumentParser(prog="python -m autograder gradescope", description=__doc__.split("\n\n")[0])
     parser.add_argument("--root", default=os.environ.get("AUTOGRADER_ROOT", "/autograder"))
@@ -72,6 +98,7 @@ def main(argv):
     submission = os.path.join(root, "submission")
     if isolation.grader_inside(submission):
         parser.error(f"this grader was imported from inside {submission}: run Gradescope's run_autograder")
+    the_course = cli.load_course(parser)
     staging, work = tempfile.mkdtemp(prefix="handed-in-"), tempfile.mkdtemp(prefix="submission-")
     os.chmod(work, 0o755)
     try:
@@ -83,31 +110,23 @@ def main(argv):
         except (archive.UnpackError, isolation.CopyError, OSError) as error:
             found, problem = None, f"the submission could not be unpacked ({error})"
         if found is None:
-            parts = [PartResult(p, 0.0, "error", problem) for p in spec.PARTS]
-            cli.write_results(results, report.gradescope(parts, 0.0))
+            parts = [PartResult(p, 0.0, "error", problem) for p in the_course.parts()]
+            cli.write_results(results, report.gradescope(parts, 0.0, the_course.gradescope))
             print(problem)
             return 0
         grade_args = ["--gradescope", "--json", results, "--submission", work]
         if args.python:
             grade_args += ["--python", args.python]
-        if os.geteuid() == 0:
-            try:
-                pwd.getpwnam(STUDENT)
-                grade_args += ["--run-as", STUDENT]
-                # the grader reads the references before any student code runs; the student may not read them
-                os.chmod(data.DATA_DIR, 0o700)
-            except KeyError:
-                print(f"warning: no user {STUDENT!r}: student code runs with the grader's privileges")
-        solution = os.path.join(root, "source", "solution")
-        if os.path.isfile(os.path.join(solution, "mytorch", "__init__.py")):
-            os.chmod(solution, 0o700)
-            grade_args += ["--fresh-seed", str(secrets.randbelow(2 ** 31)), "--solution", solution]
+        for note in instructor_notes(root, grade_args):
+            grade_args += ["--instructor-note", note]
+            print(f"INSTRUCTOR WARNING: {note}")          # stdout: shown to the course staff alone
         try:
             return cli.main_grade(grade_args)
         except SystemExit:                                # a setup problem, already explained on stderr
-            parts = [PartResult(p, 0.0, "error", "the autograder could not start (its log says why): please "
-                                                 "tell the course staff") for p in spec.PARTS]
-            cli.write_results(results, report.gradescope(parts, 0.0))
+            parts = [PartResult(p, 0.0, "error", "the autograder could not start: please tell the course "
+                                                 "staff") for p in the_course.parts()]
+            cli.write_results(results, report.gradescope(parts, 0.0, the_course.gradescope,
+                                                         ["the grader could not start: its stderr says why"]))
             return 0
     finally:
         shutil.rmtree(staging, ignore_errors=True)
