@@ -109,3 +109,17 @@ def test_output_formats_and_advice_only_a_local_student_can_follow(fmt):
         assert test["output"].startswith("```text\n") and test["output"].endswith("\n```")
     else:
         assert "\033" not in test["output"] and "```" not in test["output"]
+
+
+def test_progress_lines_come_in_part_order_whatever_order_parts_finish_in():
+    import io
+    parts = [spec.PARTS_BY_NUMBER[n] for n in ("1.1", "1.2", "2.1")]
+    console = report.Console(io.StringIO(), environ={})
+    progress = report.Progress(console, 3, [p.number for p in parts])
+    progress(grade.PartResult(parts[2], 5.0, "passed", ""))
+    assert console.stream.getvalue() == ""                          # 2.1 waits for 1.1 and 1.2
+    progress(grade.PartResult(parts[0], 0.0, "not implemented", ""))
+    progress(grade.PartResult(parts[1], 3.0, "failed", ""))
+    assert console.stream.getvalue().splitlines() == [
+        "[1/3] 1.1 RNN cell forward: 0/4  (not implemented yet)", "[2/3] 1.2 RNN cell backward: 3/6  ✗",
+        "[3/3] 2.1 GRU cell forward: 5/5"]
