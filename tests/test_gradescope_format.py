@@ -115,6 +115,7 @@ def test_progress_lines_come_in_part_order_whatever_order_parts_finish_in():
     import io
     parts = [spec.PARTS_BY_NUMBER[n] for n in ("1.1", "1.2", "2.1")]
     console = report.Console(io.StringIO(), environ={})
+    console.encoding = "utf-8"
     progress = report.Progress(console, 3, [p.number for p in parts])
     progress(grade.PartResult(parts[2], 5.0, "passed", ""))
     assert console.stream.getvalue() == ""                          # 2.1 waits for 1.1 and 1.2
