@@ -57,15 +57,14 @@ class Progress:
                   f" ({elapsed:.0f} s)", end=end, file=sys.stderr, flush=True)
 
 
-def batch_seed(args, report_dir):
-    """The fresh seed (None: the stored cases): a random one is drawn once per class and kept in REPORT, so a
-    resumed run grades on the same cases."""
+def batch_seed(args, folder):
+    """The fresh seed (None: the stored cases): a random one is drawn once per class and kept in the report
+    ``folder``, so a resumed run grades on the same cases."""
     if args.fresh_seed != "random" or args.regrade:
         return cli.resolve_fresh_seed(args.fresh_seed)
     try:
-        with open(os.path.join(report_dir, STATE), encoding="utf-8") as f:
-            seed = json.load(f)["fresh_seed"]
-        if isinstance(seed, int):
+        seed = json.loads(folder.read(STATE))["fresh_seed"]
+        if isinstance(seed, int) and not isinstance(seed, bool):
             return seed
     except (OSError, ValueError, KeyError, TypeError):
         pass
@@ -99,14 +98,14 @@ def grade_one(located, copy, parts, args, loaded, user, python, fresh_seed):
                        loaded=loaded), ""
 
 
-def record(report_dir, the_course, located, results, reason, seconds, key, fresh_seed):
+def record(feedback, the_course, located, results, reason, seconds, key, fresh_seed):
     """Write the submission's feedback files; returns its results payload."""
     problem, detail = class_report.problem_of(results, reason)
     payload = report.gradescope(results, seconds, the_course.gradescope, extra={
         "submission": located.name, "form": located.form, "problem": problem, "problem_detail": detail,
         "grader_key": key, "seed": fresh_seed if fresh_seed is not None else the_course.seed})
     text = class_report.feedback_text(results, fresh_seed, reason)
-    class_report.write_feedback(report_dir, located.name, text, payload)
+    class_report.write_feedback(feedback, located.name, text, payload)
     return payload
 
 
@@ -144,14 +143,23 @@ def main(argv):
         if exposed:
             parser.error(f"user {user.pw_name} could change the grader's files, e.g. {exposed[0]}: make them "
                          "writable by root alone first")
-    fresh_seed = batch_seed(args, report_dir)
+    try:
+        folder_out = class_report.Folder(report_dir)
+        feedback = folder_out.sub(class_report.FEEDBACK)
+    except OSError as error:
+        parser.error(f"--out {report_dir}: not a folder the grader can write ({error.strerror or error})")
+    if user is not None:
+        exposed = isolation.writable_by([report_dir], user)
+        if exposed:
+            parser.error(f"user {user.pw_name} could change the report in {report_dir}, e.g. {exposed[0]}: give "
+                         "--out a folder only root may write")
+    fresh_seed = batch_seed(args, folder_out)
     solution = cli.resolve_solution(args, fresh_seed)
     key = class_report.grader_key(the_course, fresh_seed)
-    os.makedirs(report_dir, exist_ok=True)
-    class_report._write(os.path.join(report_dir, STATE), json.dumps({"fresh_seed": fresh_seed}) + "\n")
+    folder_out.write(STATE, json.dumps({"fresh_seed": fresh_seed}) + "\n")
     payloads = {}
     if not args.regrade:
-        payloads = {n: p for n in names for p in [class_report.read_feedback(report_dir, n, key)] if p is not None}
+        payloads = {n: p for n in names for p in [class_report.read_feedback(feedback, n, key)] if p is not None}
     todo = [n for n in names if n not in payloads]
     if payloads:
         print(f"Resuming: {len(payloads)} already graded by this grader on these cases (--regrade grades them "
@@ -171,7 +179,7 @@ def main(argv):
             located, copy = prepared[name]
             results, reason = grade_one(located, copy, parts, args, loaded, user, python, fresh_seed)
             with lock:
-                payloads[name] = record(report_dir, the_course, located, results, reason, time.monotonic() - start,
+                payloads[name] = record(feedback, the_course, located, results, reason, time.monotonic() - start,
                                         key, fresh_seed)
             progress.step()
 
@@ -182,9 +190,10 @@ def main(argv):
         if user is not None:
             reaper.kill_user(user)
         shutil.rmtree(staging, ignore_errors=True)
-    class_rows = class_report.write_class(report_dir, names, payloads, the_course)
+    class_rows = class_report.write_class(folder_out, names, payloads, the_course)
     if args.csv:
-        shutil.copyfile(os.path.join(report_dir, "scores.csv"), args.csv)
+        with open(args.csv, "wb") as f:
+            f.write(folder_out.read("scores.csv"))
     for row in class_rows:
         why = f"  {row['problem']}: {untrusted.text(row['detail'], 60)}" if row["problem"] else ""
         print(f"{untrusted.text(row['name'], 30):<30} {row['total']:>7.2f}{why}")

@@ -21,12 +21,14 @@ import io
 import json
 import os
 import re
+import secrets
+import stat
 import statistics
-import tempfile
 
 from autograder import report
 
 FEEDBACK = "feedback"
+READ_LIMIT = 4 << 20             # bytes of one feedback file read back when resuming
 TIMED_OUT = "Your code did not finish within"
 ALL_RAISED = re.compile(r"^all \d+ cases: (.*)$", re.M)
 
@@ -73,37 +75,69 @@ def feedback_text(results, fresh_seed=None, reason=""):
     return console.stream.getvalue()
 
 
-def _write(path, text):
-    folder = os.path.dirname(path)
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")
+class Folder:
+    """The report folder, held open: every file is written and read through this descriptor, never by path, so
+    a folder swapped for a link while student code runs (the class folder may be writable by the sandbox
+    user) cannot redirect the grader's writes; files are made fresh (``O_EXCL | O_NOFOLLOW``) and renamed in."""
+
+    def __init__(self, path, fd=None):
+        self.path = path
+        if fd is None:
+            os.makedirs(path, exist_ok=True)
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        self.fd = fd
+
+    def sub(self, name):
+        try:
+            os.mkdir(name, 0o755, dir_fd=self.fd)
+        except FileExistsError:
+            pass
+        return Folder(os.path.join(self.path, name),
+                      os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=self.fd))
+
+    def write(self, name, content):
+        """``name`` holds ``content`` (str or bytes), replaced atomically."""
+        data = content.encode("utf-8") if isinstance(content, str) else content
+        tmp = f".tmp-{secrets.token_hex(8)}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=self.fd)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, name, src_dir_fd=self.fd, dst_dir_fd=self.fd)
+        except BaseException:
+            try:
+                os.unlink(tmp, dir_fd=self.fd)
+            except OSError:
+                pass
+            raise
+
+    def read(self, name, limit=READ_LIMIT):
+        """The bytes of the regular file ``name`` (never through a link, never blocking), at most ``limit``."""
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=self.fd)
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise OSError(f"{name} is not a regular file")
+            content = f.read(limit + 1)
+        if len(content) > limit:
+            raise OSError(f"{name} is larger than {limit} bytes")
+        return content
+
+    def close(self):
+        os.close(self.fd)
+
+
+def write_feedback(folder, name, text, payload):
+    """The submission's two feedback files in ``folder`` (a ``Folder``; the .txt first: a .json present means
+    both are complete)."""
+    folder.write(f"{name}.txt", text)
+    folder.write(f"{name}.json", json.dumps(payload, indent=1) + "\n")
+
+
+def read_feedback(folder, name, key):
+    """The results an earlier run left in ``folder`` for ``name`` if the same grader key made them, else None."""
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def feedback_path(report_dir, name, ext):
-    return os.path.join(report_dir, FEEDBACK, f"{name}.{ext}")
-
-
-def write_feedback(report_dir, name, text, payload):
-    """The submission's two feedback files (the .txt first: a .json present means both are complete)."""
-    _write(feedback_path(report_dir, name, "txt"), text)
-    _write(feedback_path(report_dir, name, "json"), json.dumps(payload, indent=1) + "\n")
-
-
-def read_feedback(report_dir, name, key):
-    """The results file an earlier run left for ``name`` if the same grader key made it, else None."""
-    try:
-        with open(feedback_path(report_dir, name, "json"), encoding="utf-8") as f:
-            payload = json.load(f)
-        if payload["extra_data"]["grader_key"] == key and os.path.isfile(feedback_path(report_dir, name, "txt")):
+        payload = json.loads(folder.read(f"{name}.json"))
+        if payload["extra_data"]["grader_key"] == key and folder.read(f"{name}.txt") is not None:
             return payload
     except (OSError, ValueError, KeyError, TypeError):
         pass
@@ -166,8 +200,8 @@ def hint_counts(class_rows):
     return sorted(counts.items(), key=lambda item: (-item[1], item[0]))
 
 
-def histogram(path, totals, maximum):
-    """totals.png: how many submissions scored what. False if matplotlib is missing."""
+def histogram(folder, totals, maximum):
+    """totals.png in ``folder``: how many submissions scored what. False if matplotlib is missing."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -182,16 +216,12 @@ def histogram(path, totals, maximum):
     axes.set_xlim(0, maximum)
     axes.yaxis.get_major_locator().set_params(integer=True)
     figure.tight_layout()
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-", suffix=".png")
-    os.close(fd)
+    picture = io.BytesIO()
     try:
-        figure.savefig(tmp)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
+        figure.savefig(picture, format="png")
     finally:
         pyplot.close(figure)
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    folder.write("totals.png", picture.getvalue())
     return True
 
 
@@ -224,14 +254,13 @@ def report_md(class_rows, parts, course, pictured):
     return "\n".join(lines) + "\n"
 
 
-def write_class(report_dir, names, payloads, course):
-    """scores.csv, gradebook.csv, report.md and totals.png for the submissions ``names`` (in that order);
-    returns the rows."""
+def write_class(folder, names, payloads, course):
+    """scores.csv, gradebook.csv, report.md and totals.png in ``folder`` (a ``Folder``) for the submissions
+    ``names`` (in that order); returns the rows."""
     parts = course.parts()
     class_rows = rows(names, payloads, parts)
-    _write(os.path.join(report_dir, "scores.csv"), scores_csv(class_rows, parts))
-    _write(os.path.join(report_dir, "gradebook.csv"), gradebook_csv(class_rows, course))
-    pictured = bool(class_rows) and histogram(os.path.join(report_dir, "totals.png"),
-                                              [r["total"] for r in class_rows], course.total)
-    _write(os.path.join(report_dir, "report.md"), report_md(class_rows, parts, course, pictured))
+    folder.write("scores.csv", scores_csv(class_rows, parts))
+    folder.write("gradebook.csv", gradebook_csv(class_rows, course))
+    pictured = bool(class_rows) and histogram(folder, [r["total"] for r in class_rows], course.total)
+    folder.write("report.md", report_md(class_rows, parts, course, pictured))
     return class_rows
