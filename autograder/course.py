@@ -17,7 +17,8 @@ One file states it, ``course.toml`` at the repository root (TOML)::
     [gradescope.part_visibility]        # optional, per part or section
     "8" = "after_due_date"
 
-``load_course(path)`` reads it (no file: today's assignment, every section at spec.py's points). A built
+``load_course(path)`` reads it (no file: today's assignment, every section at spec.py's points, on the seed
+the reference data was drawn from). A built
 handout carries its resolved copy as ``autograder/course.toml``, which the grader reads first. Every mistake
 (an unknown section, part or key, a part of a section left out, a bad visibility) is a ``CourseError``
 naming the file, the table and the key.
@@ -123,11 +124,22 @@ def default_path():
     return None
 
 
+def data_seed():
+    """The seed the grader's reference data was drawn from (what a grader copied without a course file grades
+    with), or the default seed if the data cannot say."""
+    from autograder import data
+    try:
+        seed = data.read_manifest()["seed"]
+    except (data.ReferenceDataError, KeyError, TypeError):
+        return DEFAULT_SEED
+    return seed if isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0 else DEFAULT_SEED
+
+
 def load_course(path=None):
     """The ``Course`` in ``path`` (default: ``default_path()``; no file: today's assignment)."""
     path = path if path is not None else default_path()
     if path is None:
-        return parse({}, None)
+        return parse({"assignment": {"seed": data_seed()}}, None)
     try:
         with open(path, "rb") as f:
             table = tomllib.load(f)

@@ -212,3 +212,9 @@ def test_the_grader_refuses_data_that_is_not_its_specs(tmp_path, monkeypatch):
     results = grade.grade(REPO, [part])
     assert results[0].score == 0 and f"drawn from seed {manifest['seed']} but the course says seed 5" in \
         results[0].output
+
+
+def test_a_grader_without_a_course_file_grades_on_its_datas_seed(monkeypatch):
+    monkeypatch.setattr(course, "default_path", lambda: None)
+    assert course.load_course().seed == data.read_manifest()["seed"]
+    assert course.load_course().points == {p.number: p.points for p in spec.PARTS}
