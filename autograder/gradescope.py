@@ -19,7 +19,7 @@ import shutil
 import sys
 import tempfile
 
-from autograder import archive, cli, course, data, isolation, report
+from autograder import archive, cli, data, isolation, report
 from autograder.grade import PartResult
 
 STUDENT = "student"

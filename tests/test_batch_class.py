@@ -2,11 +2,9 @@
 class report says what the rows say. The grader runs from a copy whose course is sections 1 and 2 (23 points),
 so the class grades in seconds."""
 import csv
-import io
 import json
 import os
 import re
-import shutil
 import statistics
 import tarfile
 import zipfile
@@ -14,7 +12,7 @@ import zipfile
 import pytest
 
 from autograder import mistakes, spec
-from tests.graderkit import REPO, check_gradescope, make_grader_copy, make_submission, run_cli
+from tests.graderkit import check_gradescope, make_grader_copy, make_submission, run_cli
 
 COURSE = '[assignment]\ntitle = "RNN and GRU"\nsections = ["1", "2"]\n'
 TOTAL = sum(p.points for p in spec.PARTS if p.number[0] in "12")                          # 23

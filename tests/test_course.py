@@ -1,6 +1,5 @@
 """The course file: what it chooses is what the handout, its pages and its grader hold, at its points; what is
 wrong in it, or in the reference data the grader is given, is refused with a message that says what."""
-import json
 import os
 import re
 import shutil
