@@ -5,7 +5,7 @@ One file states it, ``course.toml`` at the repository root (TOML)::
     [assignment]
     title = "Recurrent networks by hand"
     sections = ["1", "2", "6"]          # the handout, the grader and the written assignment include these
-    seed = 11785                        # the seed the reference data is drawn from
+    seed = 11785                        # the seed the reference data is drawn from (unsaid: the data's own)
     [assignment.points]                 # optional, per part; a part not named keeps spec.py's points
     "1.1" = 10
     [handout]
@@ -139,7 +139,7 @@ def load_course(path=None):
     """The ``Course`` in ``path`` (default: ``default_path()``; no file: today's assignment)."""
     path = path if path is not None else default_path()
     if path is None:
-        return parse({"assignment": {"seed": data_seed()}}, None)
+        return parse({}, None)
     try:
         with open(path, "rb") as f:
             table = tomllib.load(f)
@@ -180,7 +180,7 @@ def parse(table, path):
     if len(set(sections)) != len(sections):
         raise CourseError(f"{name}: [assignment] sections names a section twice")
     sections = tuple(s for s in spec.SECTIONS if s in sections)          # the handout's order
-    seed = assignment.get("seed", DEFAULT_SEED)
+    seed = assignment["seed"] if "seed" in assignment else data_seed()       # unsaid: the data's own
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise CourseError(f"{name}: [assignment] seed must be a non-negative integer")
 

@@ -15,7 +15,6 @@ from tests.graderkit import REPO, check_gradescope, load_results
 CUSTOM = """[assignment]
 title = "Recurrent nets, short"
 sections = ["1", "2", "6"]
-seed = 11785
 [assignment.points]
 "1.1" = 10
 "1.2" = 15
@@ -48,6 +47,7 @@ def test_the_repository_course_is_todays_assignment():
 def test_a_course_chooses_sections_and_points(tmp_path):
     the_course = course.load_course(write(tmp_path, CUSTOM))
     assert the_course.title == "Recurrent nets, short" and the_course.sections == ("1", "2", "6")
+    assert the_course.seed == data.read_manifest()["seed"]                # no seed given: the data's
     assert the_course.points == EXPECTED_POINTS
     assert [(p.number, p.points) for p in the_course.parts()] == list(EXPECTED_POINTS.items())
     assert the_course.total == 65
