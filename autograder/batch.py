@@ -1,11 +1,15 @@
-"""Instructors: grade every submission in a folder, in parallel, and write a CSV of scores.
+"""Instructors: grade every submission in a folder, in parallel, and leave feedback and a class report.
 
-    python -m autograder batch DIR --run-as USER[,USER...]|'PREFIX*' [--python PATH] [--jobs N] [--csv PATH]
-                                   [--timeout S] [--fresh-seed [SEED]]
+    python -m autograder batch DIR [--out REPORT] [--regrade] [--run-as USER[,USER...]|'PREFIX*']
+                                   [--python PATH] [--jobs N] [--csv PATH] [--timeout S] [--fresh-seed [SEED]]
 
-Each sub-folder of DIR that holds ``mytorch/`` is one submission (named by the folder). The CSV has one row
-per submission: its name, the score of every part, and the total. One seed is drawn for the whole batch, so
-every submission is graded on the same cases.
+Every sub-folder of DIR is one submission (named by the folder), whatever it holds (``submissions``: a
+``mytorch`` package, one level down, or an archive; anything else is a row with 0 and the reason); so is an
+archive at DIR's top. It prints how many it found and how many rows it wrote: the same number. REPORT
+(default ``DIR/grading/``) receives each submission's feedback as it is graded, then the class's tables and
+report (``class_report``). Started again after an interruption it grades only what has no feedback from the
+same grader and seed yet (``--regrade``: all of it). One seed is drawn for the whole batch (and kept for a
+resumed run), so every submission is graded on the same cases.
 
 Isolation, which is why a class is graded as root with ``--run-as`` (unprivileged users made for grading;
 see ``identities``): every reference is read once before any student code runs; every submission's
@@ -13,26 +17,22 @@ see ``identities``): every reference is read once before any student code runs; 
 code runs on that copy; submissions graded at the same time run as different users, and a user's processes,
 IPC objects and temporary files are gone before it grades the next one. No sandbox user can write the
 copies, the grader's code and reference data, the solution or the Python that runs student code (checked
-before starting), nor the CSV, which the grader writes at the end. One submission that breaks anything (a copy
+before starting), nor the report, which the grader writes. One submission that breaks anything (a copy
 refused, a tree too deep, a fault of the grader) scores 0 with the reason; the others are graded. Without
 ``--run-as`` it says plainly that there is no isolation.
 """
 import argparse
 import concurrent.futures
-import csv
-import io
+import json
 import os
 import sys
 import tempfile
 import threading
 import time
 
-from autograder import cli, grade, identities, isolation, reaper, report, spec, tree, untrusted
+from autograder import class_report, cli, grade, identities, isolation, reaper, report, submissions, tree, untrusted
 
-
-def submissions(folder):
-    return sorted(name for name in os.listdir(folder)
-                  if os.path.isfile(os.path.join(folder, name, "mytorch", "__init__.py")))
+STATE = ".batch.json"            # in REPORT: the seed a --fresh-seed batch drew, for a resumed run
 
 
 def no_isolation_warning():
@@ -60,24 +60,18 @@ class Progress:
                   f" ({elapsed:.0f} s)", end=end, file=sys.stderr, flush=True)
 
 
-def write_csv(path, all_results):
-    """The scores table, written atomically by the grader."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-    writer.writerow(["submission"] + [p.number for p in spec.PARTS] + ["total"])
-    for name, results in all_results.items():
-        writer.writerow([name] + [f"{r.score:g}" for r in results] + [f"{report.total(results)[0]:g}"])
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".scores-", suffix=".csv")
+def batch_seed(args, folder):
+    """The fresh seed (None: the stored cases): a random one is drawn once per class and kept in the report
+    ``folder``, so a resumed run grades on the same cases."""
+    if args.fresh_seed != "random" or args.regrade:
+        return cli.resolve_fresh_seed(args.fresh_seed)
     try:
-        with os.fdopen(fd, "w", newline="") as f:
-            f.write(buffer.getvalue())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+        seed = json.loads(folder.read(STATE))["fresh_seed"]
+        if isinstance(seed, int) and not isinstance(seed, bool):
+            return seed
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    return cli.resolve_fresh_seed(args.fresh_seed)
 
 
 def sandbox_users(parser, value, jobs, python, solution=None):
@@ -124,39 +118,74 @@ def lend(copy, user):
     os.chmod(folder, 0o500)
 
 
-def grade_one(copy, users, **options):
-    """One submission's results; whatever goes wrong, a score of 0 for every part with the reason, so the
-    class is graded on. The copy is removed once its user's lease has ended (no process of it is left), so
-    the user's next submission cannot read it."""
+def prepare(folder, names, staging):
+    """Every submission of ``names`` located, unpacked and copied into ``staging`` before any student code runs:
+    {name: (Located, the graded copy of its package, or the error that refused it, or None)}. Each
+    submission's folder there may be passed through by others (to reach its own copy, once lent) but not read;
+    what it unpacked is root's alone."""
+    prepared = {}
+    for k, name in enumerate(names):
+        where = os.path.join(staging, str(k))
+        os.makedirs(os.path.join(where, "unpacked"), mode=0o700)
+        os.chmod(where, 0o711)
+        located = submissions.locate(folder, name, os.path.join(where, "unpacked"))
+        copy = stage(located.package, os.path.join(where, "graded")) if located.package is not None else None
+        prepared[name] = (located, copy)
+    return prepared
+
+
+def grade_one(located, copy, parts, users, **options):
+    """(results, reason) of one prepared submission; whatever goes wrong, a score of 0 for every part with the
+    reason, so the class is graded on. The copy is removed once its user's lease has ended (no process of it
+    is left), so the user's next submission cannot read it."""
     try:
-        return _grade_copy(copy, users, options)
+        if isinstance(copy, Exception):
+            located.reason = f"the submission could not be copied ({untrusted.text(str(copy), 300)})"
+        if copy is None or located.reason:
+            reason = located.reason or "no mytorch package"
+            return _zero(parts, f"Not graded: {reason}."), reason
+        return _grade_copy(copy, parts, users, options)
     finally:
-        if not isinstance(copy, Exception):
+        if copy is not None and not isinstance(copy, Exception):
             tree.remove(os.path.dirname(copy))
 
 
-def _grade_copy(copy, users, options):
-    if isinstance(copy, Exception):
-        return _zero(f"the submission could not be copied ({untrusted.text(str(copy), 300)})")
+def _grade_copy(copy, parts, users, options):
     try:
         if users is None:
-            return grade.grade(os.path.dirname(copy), spec.PARTS, user=None, **options)
+            return grade.grade(os.path.dirname(copy), parts, user=None, **options), ""
         with users.lease() as user:
             lend(copy, user)
-            return grade.grade(os.path.dirname(copy), spec.PARTS, user=user, **options)
+            return grade.grade(os.path.dirname(copy), parts, user=user, **options), ""
     except Exception as error:
-        return _zero(f"the grader failed on this submission ({type(error).__name__}: "
-                     f"{untrusted.text(str(error), 300)}); please report it")
+        reason = (f"the grader failed on this submission ({type(error).__name__}: "
+                  f"{untrusted.text(str(error), 300)}); please report it")
+        return _zero(parts, reason), reason
 
 
-def _zero(problem):
-    return [grade.PartResult(p, 0.0, "error", problem) for p in spec.PARTS]
+def _zero(parts, problem):
+    return [grade.PartResult(p, 0.0, "error", problem) for p in parts]
+
+
+def record(feedback, the_course, located, results, reason, seconds, key, fresh_seed):
+    """Write the submission's feedback files; returns its results payload."""
+    problem, detail = class_report.problem_of(results, reason)
+    payload = report.gradescope(results, seconds, the_course.gradescope, extra={
+        "submission": located.name, "form": located.form, "problem": problem, "problem_detail": detail,
+        "grader_key": key, "seed": fresh_seed if fresh_seed is not None else the_course.seed})
+    text = class_report.feedback_text(results, fresh_seed, reason)
+    class_report.write_feedback(feedback, located.name, text, payload)
+    return payload
 
 
 def main(argv):
     parser = argparse.ArgumentParser(prog="python -m autograder batch", description=__doc__.split("\n\n")[0])
     parser.add_argument("folder", metavar="DIR")
-    parser.add_argument("--csv", default=None, metavar="PATH", help="where to write the scores (default DIR/scores.csv)")
+    parser.add_argument("--out", default=None, metavar="REPORT",
+                        help="the folder for the feedback and the class report (default DIR/grading)")
+    parser.add_argument("--regrade", action="store_true",
+                        help="grade every submission again, even those an earlier run of this grader finished")
+    parser.add_argument("--csv", default=None, metavar="PATH", help="also write the scores table to PATH")
     cli.add_common(parser)
     args = parser.parse_args(argv)
     if not os.path.isdir(args.folder):
@@ -165,48 +194,79 @@ def main(argv):
     if isolation.grader_inside(folder):
         parser.error(f"this grader was imported from inside {folder}: run it from its own copy, outside the "
                      "submissions")
-    names = submissions(folder)
+    the_course = cli.load_course(parser)
+    parts = the_course.parts()
+    report_dir = os.path.abspath(args.out or os.path.join(folder, "grading"))
+    names, ignored = submissions.find(folder, skip=[report_dir])
     if not names:
-        parser.error(f"no submissions in {args.folder} (each must be a folder holding mytorch/)")
-    jobs = args.jobs or os.cpu_count() or 1
-    fresh_seed = cli.resolve_fresh_seed(args.fresh_seed)
+        parser.error(f"no submissions in {args.folder}: each must be a folder (or an archive) in it")
+    print(f"Found {len(names)} submissions in {folder}" + (
+        f" (not submissions, left alone: {len(ignored)} other files at its top, e.g. "
+        f"{untrusted.text(ignored[0], 60)})" if ignored else ""))
+    try:
+        folder_out = class_report.Folder(report_dir)
+        feedback = folder_out.sub(class_report.FEEDBACK)
+    except OSError as error:
+        parser.error(f"--out {report_dir}: not a folder the grader can write ({error.strerror or error})")
+    fresh_seed = batch_seed(args, folder_out)
     solution = cli.resolve_solution(args, fresh_seed)
+    jobs = args.jobs or os.cpu_count() or 1
     users, python = sandbox_users(parser, args.run_as, jobs, args.python, solution)
     if users is None:
         print(no_isolation_warning(), file=sys.stderr)
+    else:
+        for user in users.users:
+            cli.refuse_writable(parser, user, [report_dir], "the report (give --out a folder only root may write)")
     at_once = jobs if users is None else min(jobs, len(users.users))    # never two submissions per user
+    key = class_report.grader_key(the_course, fresh_seed)
+    folder_out.write(STATE, json.dumps({"fresh_seed": fresh_seed}) + "\n")
+    payloads = {}
+    if not args.regrade:
+        payloads = {n: p for n in names for p in [class_report.read_feedback(feedback, n, key)] if p is not None}
+    todo = [n for n in names if n not in payloads]
+    if payloads:
+        print(f"Resuming: {len(payloads)} already graded by this grader on these cases (--regrade grades them "
+              f"again); {len(todo)} to grade")
+    progress = Progress(len(todo))
+    lock = threading.Lock()
     staging = None
     try:
         reaper.become_subreaper()
-        loaded = grade.references(spec.PARTS, fresh_seed, solution, args.timeout, args.memory, jobs, python)
+        loaded = grade.references(parts, fresh_seed, solution, args.timeout, args.memory, jobs, python) if todo else None
         staging = tempfile.mkdtemp(prefix="mytorch-batch-")
         os.chmod(staging, 0o711)                          # others may pass through, to their own copy alone
-        progress = Progress(len(names))
-        # every copy is made before any student code runs
-        copies = {name: stage(os.path.join(folder, name, "mytorch"), os.path.join(staging, str(k)))
-                  for k, name in enumerate(names)}
+        prepared = prepare(folder, todo, staging)         # every copy is made before any student code runs
         options = dict(timeout=args.timeout, memory_mb=args.memory, jobs=max(1, jobs // at_once), python=python,
                        loaded=loaded)
 
         def one(name):
-            results = grade_one(copies[name], users, **options)
+            start = time.monotonic()
+            located, copy = prepared[name]
+            results, reason = grade_one(located, copy, parts, users, **options)
+            with lock:
+                payloads[name] = record(feedback, the_course, located, results, reason, time.monotonic() - start,
+                                        key, fresh_seed)
             progress.step()
-            return results
 
         with concurrent.futures.ThreadPoolExecutor(max_workers=at_once) as pool:
-            all_results = dict(zip(names, pool.map(one, names)))
+            list(pool.map(one, todo))
     finally:
         reaper.end_orphans()
         if users is not None:
             users.close()
         if staging is not None:
             tree.remove(staging)
-    path = args.csv or os.path.join(folder, "scores.csv")
-    write_csv(path, all_results)
-    for name, results in all_results.items():
-        print(f"{untrusted.text(name, 100):<30} {report.total(results)[0]:>7.2f}")
-    print(f"Scores of {len(names)} submissions written to {path}")
-    return 0
+    class_rows = class_report.write_class(folder_out, names, payloads, the_course)
+    if args.csv:
+        with open(args.csv, "wb") as f:
+            f.write(folder_out.read("scores.csv"))
+    for row in class_rows:
+        why = f"  {row['problem']}: {untrusted.text(row['detail'], 60)}" if row["problem"] else ""
+        print(f"{untrusted.text(row['name'], 30):<30} {row['total']:>7.2f}{why}")
+    print(f"{len(names)} submissions found, {len(class_rows)} rows written: {os.path.join(report_dir, 'scores.csv')}"
+          f"; feedback in {os.path.join(report_dir, class_report.FEEDBACK)}, the class in "
+          f"{os.path.join(report_dir, 'report.md')}")
+    return 0 if len(class_rows) == len(names) else 1
 
 
 if __name__ == "__main__":

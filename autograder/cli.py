@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 
-from autograder import grade, interpreter, isolation, reaper, report, sandbox, spec, tree, untrusted
+from autograder import course, grade, interpreter, isolation, reaper, report, sandbox, tree, untrusted
 
 GRADESCOPE_RESULTS = "/autograder/results/results.json"
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -56,8 +56,18 @@ def grade_parser():
     parser.add_argument("--gradescope", action="store_true",
                         help=f"write Gradescope's results.json (to {GRADESCOPE_RESULTS} unless --json says where)")
     parser.add_argument("--submission", default=None, metavar="DIR", help="folder holding the mytorch to grade")
+    # Gradescope mode: a problem for the course staff alone, kept where students cannot see it
+    parser.add_argument("--instructor-note", action="append", default=[], help=argparse.SUPPRESS)
     add_common(parser)
     return parser
+
+
+def load_course(parser):
+    """The course this grader grades (``course.toml``); a usage error naming what is wrong in it."""
+    try:
+        return course.load_course()
+    except course.CourseError as error:
+        parser.error(f"the course file is wrong: {error}")
 
 
 def resolve_fresh_seed(value):
@@ -188,8 +198,9 @@ def _placeholder(parts, message):
 def main_grade(argv):
     parser = grade_parser()
     args = parser.parse_args(argv)
+    the_course = load_course(parser)
     try:
-        parts = spec.select_parts(args.parts)
+        parts = the_course.select(args.parts)
     except ValueError as error:
         parser.error(str(error))
     root = os.path.abspath(args.submission or default_submission())
@@ -202,10 +213,20 @@ def main_grade(argv):
     results_path = args.json or (GRADESCOPE_RESULTS if args.gradescope else None)
     start = time.monotonic()
     results = []
-    console, progress = report.Console(), report.Progress(report.Console(sys.stderr), len(parts))
+    console = report.Console()
+    progress = report.Progress(report.Console(sys.stderr), len(parts), [p.number for p in parts])
+    notes = list(args.instructor_note)
+    if fresh_seed is not None:
+        notes.append(f"graded on fresh cases from seed {fresh_seed}")
+
+    def results_file(results, seconds):
+        return report.gradescope(results, seconds, the_course.gradescope, notes,
+                                 {"course": the_course.title, "seed": fresh_seed if fresh_seed is not None
+                                  else the_course.seed, "fresh_cases": fresh_seed is not None})
+
     reaper.become_subreaper()
     if results_path:                                      # before any student code runs
-        write_results(results_path, report.gradescope(
+        write_results(results_path, results_file(
             _placeholder(parts, "the grader stopped before grading this part"), 0.0), user)
     try:
         if not os.path.isfile(os.path.join(root, "mytorch", "__init__.py")):
@@ -225,7 +246,7 @@ def main_grade(argv):
         if results_path:                                  # written always, even if grading itself broke
             if len(results) != len(parts):
                 results = _placeholder(parts, "the grader stopped before grading this part")
-            written = write_results(results_path, report.gradescope(results, time.monotonic() - start), user)
+            written = write_results(results_path, results_file(results, time.monotonic() - start), user)
             if written:
                 console.print(f"Results written to {results_path}")
             elif written == "blocked":                  # what is at that path now is not this run's result

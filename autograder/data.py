@@ -109,6 +109,26 @@ def load_part(part_number, data_dir=DATA_DIR, manifest=None):
         raise ReferenceDataError(f"the reference data file {path} cannot be read ({type(error).__name__}: {error})") from None
 
 
+def check_against_spec(part, part_data, cases):
+    """A ``ReferenceDataError`` unless the stored cases are the spec's: ``cases`` is ``spec.make_cases(part, seed)``
+    (a case added to spec.py, or changed, before the data is regenerated would otherwise go ungraded)."""
+    configs = [json.loads(json.dumps(config)) for config, _ in cases]
+    if len(part_data.configs) != len(configs):
+        raise ReferenceDataError(f"the reference data of part {part.number} holds {len(part_data.configs)} cases "
+                                 f"but the spec has {len(configs)}: regenerate it (python -m autograder.generate)")
+    for k, (stored, spec_config) in enumerate(zip(part_data.configs, configs)):
+        if stored != spec_config:
+            raise ReferenceDataError(f"the reference data of part {part.number}, case {k + 1}, is not the spec's "
+                                     "case: regenerate it (python -m autograder.generate)")
+
+
+def check_seed(manifest, seed):
+    """A ``ReferenceDataError`` unless the manifest says the data was drawn from ``seed`` (the course's)."""
+    if manifest.get("seed") != seed:
+        raise ReferenceDataError(f"the reference data was drawn from seed {manifest.get('seed')!r} but the course "
+                                 f"says seed {seed}: regenerate it (python -m autograder.generate)")
+
+
 # the header ``np.save`` writes for a plain array; anything else goes through NumPy's own reader
 _NPY_HEADER = re.compile(r"\{'descr': '([<>|=][A-Za-z][0-9]*)', 'fortran_order': (False|True), "
                          r"'shape': \(((?:[0-9]+, ?)*[0-9]*)\), \}\s*")

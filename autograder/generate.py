@@ -3,6 +3,10 @@
     python -m autograder.generate            # write autograder/data/*.npz and manifest.json
     python -m autograder.generate --check    # recompute and compare with what is stored (exit 1 if not equal)
 
+The seed is the course's (``seed`` in course.toml's ``[assignment]``): the grader refuses data drawn from any
+other, so to change it, change it there and run this again. Every part of every section is generated (a
+handout built for fewer sections ships only theirs).
+
 Cases come from ``spec.make_cases(part, seed)``. Expected outputs are computed by the same child process
 the students' code runs in, on this repository's solution. For every known mistake that carries a hint
 (``mistakes.HINTED``), the solution is copied with that mistake applied and run too; where its outputs
@@ -17,9 +21,9 @@ import tempfile
 
 import numpy as np
 
-from autograder import compare, data, sandbox, spec
+from autograder import compare, course, data, sandbox, spec
 
-SEED = 11785
+SEED = course.DEFAULT_SEED
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -91,7 +95,8 @@ def build_part(part, seed, with_hints=True):
     return configs, inputs, expected, variants, hints
 
 
-def generate(seed=SEED, parts=spec.PARTS):
+def generate(seed=None, parts=spec.PARTS):
+    seed = course.load_course().seed if seed is None else seed
     os.makedirs(data.DATA_DIR, exist_ok=True)
     for part in parts:
         data.write_part(part.number, *build_part(part, seed))
@@ -126,9 +131,18 @@ def check(seed=None):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m autograder.generate", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seed", type=int, default=SEED)
+    parser.add_argument("--seed", type=int, default=None,
+                        help="the course's seed (course.toml); any other is refused, since the grader would be")
     parser.add_argument("--check", action="store_true", help="compare a fresh computation with the stored data")
     args = parser.parse_args(argv)
+    try:
+        the_course = course.load_course()
+    except course.CourseError as error:
+        parser.error(f"the course file is wrong: {error}")
+    if args.seed is not None and args.seed != the_course.seed:
+        parser.error(f"--seed {args.seed}: the course says seed = {the_course.seed} "
+                     f"({the_course.path or 'the default'}); the grader refuses data drawn from another seed, "
+                     "so set seed there and run this again")
     if args.check:
         problems = check()
         print("\n".join(problems) if problems else "reference data matches the solution")

@@ -8,7 +8,7 @@ import concurrent.futures
 import dataclasses
 import os
 
-from autograder import data, feedback, sandbox, spec, untrusted, zygote
+from autograder import course, data, feedback, sandbox, spec, untrusted, zygote
 
 PART_OUTPUT_LIMIT = 16000        # characters of one part's message: the results file stays well under 1 MB
 
@@ -50,7 +50,9 @@ def reference(part, fresh_seed, solution, timeout, memory_mb, manifest, python=N
             return _fresh_part_data(part, fresh_seed, solution, timeout, memory_mb, python)
         if isinstance(manifest, data.ReferenceDataError):
             raise manifest
-        return data.load_part(part.number, manifest=manifest)
+        part_data = data.load_part(part.number, manifest=manifest)
+        data.check_against_spec(part, part_data, spec.make_cases(part, manifest["seed"]))
+        return part_data
     except data.ReferenceDataError as error:
         return error
 
@@ -75,6 +77,7 @@ def references(parts, fresh_seed=None, solution=None, timeout=20.0, memory_mb=10
     if fresh_seed is None:
         try:
             manifest = data.read_manifest()
+            data.check_seed(manifest, course.load_course().seed)
         except data.ReferenceDataError as error:
             manifest = error                                 # every part reports it; grading still finishes
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 1) as pool:
@@ -84,7 +87,7 @@ def references(parts, fresh_seed=None, solution=None, timeout=20.0, memory_mb=10
 
 def grade(root, parts=None, timeout=20.0, memory_mb=1024, verbose=False, fresh_seed=None, solution=None,
           jobs=None, user=None, python=None, loaded=None, progress=None):
-    """Grade the ``mytorch`` in ``root`` on ``parts`` (default all). Returns a list of ``PartResult``.
+    """Grade the ``mytorch`` in ``root`` on ``parts`` (default: the course's). Returns a list of ``PartResult``.
 
     Every reference is loaded and verified (or computed by the solution) before any student code runs, so
     nothing a submission does to the files on disk can change this run's references; ``loaded``: the
@@ -93,7 +96,7 @@ def grade(root, parts=None, timeout=20.0, memory_mb=1024, verbose=False, fresh_s
     with each ``PartResult`` as soon as its part is graded (from a worker thread). The parts' children are
     forked from one zygote of this submission's own (``zygote``), never shared with another submission.
     """
-    parts = list(parts or spec.PARTS)
+    parts = list(parts or course.load_course().parts())
     jobs = jobs or os.cpu_count() or 1
     worker = zygote.Zygote(python) if zygote.enabled() else None    # imports NumPy while the references load
     try:

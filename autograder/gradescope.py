@@ -21,7 +21,7 @@ import sys
 import tempfile
 import traceback
 
-from autograder import archive, cli, data, isolation, report, spec, tree
+from autograder import archive, cli, course, data, isolation, report, spec, tree
 from autograder.grade import PartResult
 
 STUDENT = "student"
@@ -62,8 +62,39 @@ def find_package(submission, staging):
     return None
 
 
-def _zero(results, problem):
-    cli.write_results(results, report.gradescope([PartResult(p, 0.0, "error", problem) for p in spec.PARTS], 0.0))
+def _zero(results, problem, the_course=None, notes=()):
+    """A results file scoring every part 0 with ``problem`` (the course's parts, or the spec's if the course
+    file itself could not be read); ``notes`` go to the course staff alone."""
+    parts = the_course.parts() if the_course is not None else spec.PARTS
+    settings = the_course.gradescope if the_course is not None else None
+    cli.write_results(results, report.gradescope([PartResult(p, 0.0, "error", problem) for p in parts], 0.0,
+                                                 settings, list(notes)))
+
+
+def instructor_notes(root, grade_args):
+    """Add the run-as user and fresh cases to ``grade_args`` where this machine allows them; returns what the
+    course staff must know about a mode that fell back (students never see it: it goes to stdout and to the
+    results' ``extra_data``)."""
+    notes = []
+    if os.geteuid() == 0:
+        try:
+            pwd.getpwnam(STUDENT)
+            grade_args += ["--run-as", STUDENT]
+            # the grader reads the references before any student code runs; the student may not read them
+            os.chmod(data.DATA_DIR, 0o700)
+        except KeyError:
+            notes.append(f"no user {STUDENT!r} (setup.sh makes it): student code ran with the grader's privileges "
+                         "and could read the solution and rewrite its score")
+    else:
+        notes.append("the grader did not run as root: student code ran as the grader's own user, without isolation")
+    solution = os.path.join(root, "source", "solution")
+    if os.path.isfile(os.path.join(solution, "mytorch", "__init__.py")):
+        os.chmod(solution, 0o700)
+        grade_args += ["--fresh-seed", str(secrets.randbelow(2 ** 31)), "--solution", solution]
+    else:
+        notes.append("no solution in the autograder zip: graded on the fixed cases the students hold (a "
+                     "submission that returns the stored answers scores full marks); build it with the solution")
+    return notes
 
 
 def main(argv):
@@ -76,15 +107,18 @@ def main(argv):
     submission = os.path.join(root, "submission")
     if isolation.grader_inside(submission):
         parser.error(f"this grader was imported from inside {submission}: run Gradescope's run_autograder")
+    the_course = None
     try:
-        return _run(args, root, results, submission)
+        the_course = course.load_course()
+        return _run(args, root, results, submission, the_course)
     except Exception as error:                            # a fault of the grader: still a results file
         traceback.print_exc()
-        _zero(results, f"the autograder failed ({type(error).__name__}): please tell the course staff")
+        _zero(results, f"the autograder failed ({type(error).__name__}): please tell the course staff", the_course,
+              [f"the grader failed: {type(error).__name__}: {error}"])
         return 0
 
 
-def _run(args, root, results, submission):
+def _run(args, root, results, submission, the_course):
     staging, work = tempfile.mkdtemp(prefix="handed-in-"), tempfile.mkdtemp(prefix="submission-")
     os.chmod(work, 0o755)
     try:
@@ -96,28 +130,20 @@ def _run(args, root, results, submission):
         except (archive.UnpackError, isolation.CopyError, OSError) as error:
             found, problem = None, f"the submission could not be unpacked ({error})"
         if found is None:
-            _zero(results, problem)
+            _zero(results, problem, the_course)
             print(problem)
             return 0
         grade_args = ["--gradescope", "--json", results, "--submission", work]
         if args.python:
             grade_args += ["--python", args.python]
-        if os.geteuid() == 0:
-            try:
-                pwd.getpwnam(STUDENT)
-                grade_args += ["--run-as", STUDENT]
-                # the grader reads the references before any student code runs; the student may not read them
-                os.chmod(data.DATA_DIR, 0o700)
-            except KeyError:
-                print(f"warning: no user {STUDENT!r}: student code runs with the grader's privileges")
-        solution = os.path.join(root, "source", "solution")
-        if os.path.isfile(os.path.join(solution, "mytorch", "__init__.py")):
-            os.chmod(solution, 0o700)
-            grade_args += ["--fresh-seed", str(secrets.randbelow(2 ** 31)), "--solution", solution]
+        for note in instructor_notes(root, grade_args):
+            grade_args += ["--instructor-note", note]
+            print(f"INSTRUCTOR WARNING: {note}")          # stdout: shown to the course staff alone
         try:
             return cli.main_grade(grade_args)
         except SystemExit:                                # a setup problem, already explained on stderr
-            _zero(results, "the autograder could not start (its log says why): please tell the course staff")
+            _zero(results, "the autograder could not start: please tell the course staff", the_course,
+                  ["the grader could not start: its stderr says why"])
             return 0
     finally:
         tree.remove(staging)

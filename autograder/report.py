@@ -4,7 +4,10 @@
 terminal), colour only on a terminal and never with ``NO_COLOR`` set, and characters the stream's encoding
 cannot hold (σ ⊙ ─ ✗ … on a cp1252 or ASCII stdout) spelled in ASCII, so printing never raises.
 """
+import html
+import io
 import json
+import math
 import os
 import re
 import shutil
@@ -83,25 +86,35 @@ class Console:
 
 
 class Progress:
-    """One line per finished part on ``console`` (a live line, rewritten in place, on a terminal)."""
+    """One line per finished part on ``console`` (a live line, rewritten in place, on a terminal), in the order
+    of ``order`` (part numbers) when given: parts finish in any order, a part's line waits for those before it."""
 
-    def __init__(self, console, total):
+    def __init__(self, console, total, order=None):
         self.console, self.total, self.done = console, total, 0
+        self.order, self.waiting = list(order or []), {}
         self.lock = threading.Lock()
 
     def __call__(self, result):
         with self.lock:
-            self.done += 1
-            mark = {"passed": "", "failed": "  ✗", "not implemented": "  (not implemented yet)",
-                    "error": "  ✗ error"}.get(result.status, "")
-            line = (f"[{self.done}/{self.total}] {result.part.number} {result.part.name}: "
-                    f"{result.score:g}/{result.part.points}{mark}")
-            line = self.console.spell(line)[:self.console.width - 1]
-            if self.console.tty:
-                self.console.stream.write("\r\033[K" + line)
-                self.console.stream.flush()
-            else:
-                self.console.print(line)
+            if result.part.number not in self.order:
+                self._show(result)
+                return
+            self.waiting[result.part.number] = result
+            while self.order and self.order[0] in self.waiting:
+                self._show(self.waiting.pop(self.order.pop(0)))
+
+    def _show(self, result):
+        self.done += 1
+        mark = {"passed": "", "failed": "  ✗", "not implemented": "  (not implemented yet)",
+                "error": "  ✗ error"}.get(result.status, "")
+        line = (f"[{self.done}/{self.total}] {result.part.number} {result.part.name}: "
+                f"{result.score:g}/{result.part.points:g}{mark}")
+        line = self.console.spell(line)[:self.console.width - 1]
+        if self.console.tty:
+            self.console.stream.write("\r\033[K" + line)
+            self.console.stream.flush()
+        else:
+            self.console.print(line)
 
     def finish(self):
         if self.console.tty and self.done:
@@ -109,13 +122,14 @@ class Progress:
             self.console.stream.flush()
 
 
-def table(results, total_seconds=None, verbose=False, width=78):
-    """A table: section, part, score/max; failing parts' messages (every part's with verbose) above it."""
+def table(results, total_seconds=None, verbose=False, width=78, messages=True):
+    """A table: section, part, score/max; failing parts' messages (every part's with verbose) above it, unless
+    not ``messages``."""
     # the name column as wide as the longest name (so a row with its mark fits 80 columns), at least 'Total'
     rule, lines = width, []
     width = min(max([len(r.part.name) + 4 for r in results] + [12]), max(rule - 40, 12))
     for r in results:
-        if (verbose or r.status in ("failed", "error")) and r.output:
+        if messages and (verbose or r.status in ("failed", "error")) and r.output:
             lines += [f"── {r.part.number} {r.part.name}: {r.status} ".ljust(rule, "─"), r.output, ""]
     lines += [f"{'#':<5}{'Part':<{width}}{'Score':>12}", "─" * (width + 17)]
     section = None
@@ -127,11 +141,11 @@ def table(results, total_seconds=None, verbose=False, width=78):
         mark = {"passed": "", "failed": "  ✗", "not implemented": "  (not implemented yet)",
                 "error": "  ✗ error"}[r.status]
         name = r.part.name if len(r.part.name) <= width - 3 else r.part.name[:width - 4] + "…"
-        lines.append(f"{r.part.number:<5}  {name:<{width - 2}}{r.score:>7.2f}/{r.part.points:<4}{mark}")
+        lines.append(f"{r.part.number:<5}  {name:<{width - 2}}{r.score:>7.2f}/{r.part.points:<4g}{mark}")
     lines.append("─" * (width + 17))
     score, maximum = total(results)
     timing = f"  ({total_seconds:.1f} s)" if total_seconds is not None else ""
-    lines.append(f"{'':<5}{'Total':<{width}}{score:>7.2f}/{maximum:<4}{timing}")
+    lines.append(f"{'':<5}{'Total':<{width}}{score:>7.2f}/{maximum:<4g}{timing}")
     return "\n".join(lines)
 
 
@@ -139,17 +153,65 @@ def total(results):
     return round(sum(r.score for r in results), 2), sum(r.part.points for r in results)
 
 
-def gradescope(results, seconds):
-    """Gradescope's results.json: score, execution_time, output, and one test per part."""
+HINT = re.compile(r"^\s*Hint: (.+)$", re.M)
+LOCAL_ONLY = re.compile(r" ?\(--verbose shows all\)")       # advice a Gradescope student cannot follow
+
+
+def hints(output):
+    """The hints in a part's message, each once, in order."""
+    found = []
+    for hint in HINT.findall(output or ""):
+        if hint.strip() not in found:
+            found.append(hint.strip())
+    return found
+
+
+def _formatted(text, output_format):
+    """``text`` for Gradescope's ``output_format``: md in a fenced block (columns stay aligned), ansi coloured."""
+    text = LOCAL_ONLY.sub("", text)
+    if output_format == "md":
+        fence = "~~~~" if "```" in text else "```"
+        return f"{fence}text\n{text}\n{fence}"
+    if output_format == "ansi":
+        console = Console(io.StringIO(), environ={})
+        console.colour = True
+        return console.paint(text)
+    if output_format in ("html", "simple_format"):
+        return html.escape(text)
+    return text
+
+
+def gradescope(results, seconds, settings=None, notes=(), extra=None):
+    """Gradescope's results.json (its "Autograder Specifications"): the score, the score table as the top-level
+    ``output``, one test per part with its ``visibility`` (``settings``: a ``course.Gradescope``; default every
+    test visible, Markdown), a ``tags`` entry naming its section and ``extra_data`` with its status and the hints
+    that fired. ``notes``: problems for the course staff alone (a missing ``student`` user, a fallback), kept in
+    the top-level ``extra_data``, which students never see. ``extra``: more top-level ``extra_data``."""
+    from autograder.course import Gradescope
+    settings = settings or Gradescope()
+    fmt = settings.output_format
     score, maximum = total(results)
+    fired = {}
+    for r in results:
+        for hint in hints(r.output):
+            fired.setdefault(hint, []).append(r.part.number)
     return {
         "score": score,
-        "execution_time": round(seconds, 3),
-        "output": f"mytorch autograder: {score:g}/{maximum} points",
+        "execution_time": math.ceil(seconds),                # whole seconds, as the specification's example
+        "output": _formatted(table(results, messages=False), fmt),
+        "output_format": fmt,
+        "test_output_format": fmt,
+        "test_name_format": "text",
         "stdout_visibility": "hidden",
-        "tests": [{"name": f"{r.part.number} {r.part.name}", "number": r.part.number, "score": r.score,
-                   "max_score": float(r.part.points), "status": "passed" if r.passed else "failed",
-                   "output": r.output if not r.passed else "all cases passed", "visibility": "visible"}
+        "extra_data": dict(extra or {}, max_score=maximum, hints=fired, instructor_notes=list(notes)),
+        "tests": [{"name": f"{r.part.number} {r.part.name}", "name_format": "text", "number": r.part.number,
+                   "score": r.score, "max_score": float(r.part.points),
+                   "status": "passed" if r.passed else "failed",
+                   "output": _formatted(r.output if not r.passed else "all cases passed", fmt),
+                   "output_format": fmt, "tags": [f"section {r.part.number.split('.')[0]}",
+                                                  spec.SECTIONS[r.part.number.split(".")[0]]],
+                   "visibility": settings.visibility_of(r.part.number),
+                   "extra_data": {"status": r.status, "hints": hints(r.output), "seconds": round(r.seconds, 3)}}
                   for r in results],
     }
 

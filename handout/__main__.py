@@ -1,8 +1,31 @@
-"""python -m handout build [--out DIR] | python -m handout gradescope [--out DIR] [--with-solution]"""
+"""python -m handout build [--out DIR] [--config FILE] [--force]
+python -m handout gradescope [--out DIR] [--config FILE] [--fixed-cases] [--force]
+python -m handout tables [--config FILE]      (rewrite the assignment's point tables in this repository)"""
 import argparse
+import os
 import sys
 
-from handout.build import BuildError, build_gradescope, build_handout
+from handout import sections
+from handout.build import HERE, BuildError, build_gradescope, build_handout, load
+
+
+def write_tables(config):
+    """The repository's assignment pages with their point tables made from the course."""
+    course = load(config)
+    folder = os.path.join(HERE, "assignment")
+    changed = []
+    for name in sorted(os.listdir(folder)):
+        if not name.endswith(".md"):
+            continue
+        path = os.path.join(folder, name)
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        new = sections.inline_points(sections.points_table(text, course) if name == "README.md" else text, course)
+        if new != text:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(new)
+            changed.append(name)
+    return changed
 
 
 def main(argv=None):
@@ -13,16 +36,31 @@ def main(argv=None):
     student.add_argument("--out", default="build/handout", metavar="DIR")
     gradescope = commands.add_parser("gradescope", help="Gradescope's autograder zip (setup.sh, run_autograder)")
     gradescope.add_argument("--out", default="build/gradescope", metavar="DIR")
-    gradescope.add_argument("--with-solution", action="store_true",
-                            help="include the solution, so each submission is graded on fresh cases")
+    gradescope.add_argument("--with-solution", action="store_true", default=None,
+                            help="include the solution, so each submission is graded on fresh cases (the default "
+                                 "when the course says fresh_seed = true)")
+    gradescope.add_argument("--fixed-cases", action="store_true",
+                            help="build without the solution: every submission is graded on the stored cases, "
+                                 "which the students hold")
+    tables = commands.add_parser("tables", help="rewrite the point tables of handout/assignment/ from the course")
+    for command in (student, gradescope, tables):
+        command.add_argument("--config", default=None, metavar="FILE", help="the course (default: course.toml)")
+    for command in (student, gradescope):
+        command.add_argument("--force", action="store_true",
+                             help="replace --out even if it is not an earlier build of the same kind")
     args = parser.parse_args(argv)
     try:
         if args.command == "build":
-            out, archive, regions = build_handout(args.out)
+            out, archive, regions = build_handout(args.out, args.config, args.force)
             print(f"Student handout in {out} ({regions} solution regions replaced by TODOs); zip: {archive}")
+        elif args.command == "gradescope":
+            out, archive = build_gradescope(args.out, args.with_solution, args.config, args.force, args.fixed_cases)
+            fresh = os.path.isdir(os.path.join(out, "solution"))
+            print(f"Gradescope autograder in {out}; upload {archive} (graded on "
+                  f"{'fresh cases computed by the solution' if fresh else 'the fixed cases'})")
         else:
-            out, archive = build_gradescope(args.out, args.with_solution)
-            print(f"Gradescope autograder in {out}; upload {archive}")
+            changed = write_tables(args.config)
+            print(f"Point tables rewritten in {', '.join(changed)}" if changed else "Point tables already match")
     except BuildError as error:
         print(f"python -m handout: build error: {error}", file=sys.stderr)
         return 1

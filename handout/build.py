@@ -1,7 +1,13 @@
-"""Build the student handout and the Gradescope autograder from this repository.
+"""Build the student handout and the Gradescope autograder from this repository and its course.
 
-    python -m handout build [--out build/handout]          the student version, and OUT.zip
-    python -m handout gradescope [--out build/gradescope] [--with-solution]    Gradescope's autograder zip
+    python -m handout build [--out build/handout] [--config course.toml] [--force]     the student version, OUT.zip
+    python -m handout gradescope [--out build/gradescope] [--config FILE] [--fixed-cases] [--force]
+
+Both are made for a course (``autograder.course``: course.toml, or ``--config FILE``): only its sections'
+TODOs, pages, notebooks and grader parts, at its points (``handout.sections``); a section left out ships as
+working code. The grader carries the resolved course as ``autograder/course.toml`` and the reference data of
+the chosen parts alone. ``--out`` is replaced only if it is empty or an earlier build of the same kind (a
+``.mytorch-build`` file says which), unless ``--force``.
 
 Student version: ``mytorch/`` with every solution region replaced by a TODO; ``notebooks/`` stripped the same
 way with outputs cleared; ``autograder/`` with its reference data but without the generator and the mistake
@@ -9,21 +15,27 @@ catalogue; the written assignment; a student README and setup.py. Nothing with a
 the build fails if a ``BEGIN SOLUTION`` marker survives anywhere in the output, or if a non-trivial line of a
 solution region appears anywhere in it outside its TODO (see ``handout.leaks``).
 
-Gradescope version: ``setup.sh`` and ``run_autograder`` at the root, the grader, and with ``--with-solution``
-the solution ``mytorch`` under ``solution/`` so that every submission is graded on fresh cases
-(``--fresh-seed``) whose references come from the solution; student code runs as the unprivileged user
-``student`` (created by setup.sh), who cannot read the solution.
+Gradescope version: ``setup.sh`` and ``run_autograder`` at the root, the grader, and the solution ``mytorch``
+under ``solution/`` so that every submission is graded on fresh cases (``--fresh-seed``) whose references come
+from the solution; student code runs as the unprivileged user ``student`` (created by setup.sh), who cannot
+read the solution. Without the solution (``--fixed-cases``, or ``fresh_seed = false`` in the course) it grades
+on the stored cases, which every student holds; that is refused unless asked for with ``--fixed-cases``.
 """
 import json
 import os
 import shutil
+import sys
 
+from autograder import course as courses
+from autograder import data, spec
+from handout import sections
 from handout.leaks import find_leaks, solution_lines
 from handout.markers import MarkerError, strip_source
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HERE = os.path.join(REPO, "handout")
 INSTRUCTOR_ONLY = {"generate.py", "mistakes.py"}
+STAMP = ".mytorch-build"
 
 
 class BuildError(Exception):
@@ -34,10 +46,12 @@ def _ignore(folder, names):
     return {n for n in names if n == "__pycache__" or n.endswith(".pyc") or n.startswith(".")}
 
 
-def strip_tree(src, dst, pattern=".py", sources=None):
+def strip_tree(src, dst, pattern=".py", sources=None, keep=(), provided=None):
     """Copy the .py files of ``src`` to ``dst`` with every solution region replaced. Returns the region count.
 
-    The path of every file read is appended to ``sources`` when given."""
+    The path of every file stripped is appended to ``sources`` when given; a file of a section in ``keep``
+    (left out of the course) keeps its solution, markers removed, and its path (relative to ``dst``'s folder)
+    is appended to ``provided``."""
     count = 0
     for folder, dirs, files in os.walk(src):
         dirs[:] = sorted(d for d in dirs if d not in _ignore(folder, [d]))
@@ -46,11 +60,17 @@ def strip_tree(src, dst, pattern=".py", sources=None):
                 continue
             path = os.path.join(folder, name)
             rel = os.path.relpath(path, REPO)
-            if sources is not None:
-                sources.append(path)
             with open(path, encoding="utf-8") as f:
-                stripped, n = strip_source(f.read(), rel)
-            count += n
+                source = f.read()
+            if keep and sections.file_section(rel, source) in keep:
+                stripped = sections.keep_solution(source, rel)
+                if provided is not None:
+                    provided.append(os.path.relpath(os.path.join(dst, os.path.relpath(path, src)), os.path.dirname(dst)))
+            else:
+                if sources is not None:
+                    sources.append(path)
+                stripped, n = strip_source(source, rel)
+                count += n
             target = os.path.join(dst, os.path.relpath(path, src))
             os.makedirs(os.path.dirname(target), exist_ok=True)
             with open(target, "w", encoding="utf-8") as f:
@@ -78,9 +98,28 @@ def strip_notebook(path, target):
     return count
 
 
-def copy_grader(dst):
-    shutil.copytree(os.path.join(REPO, "autograder"), dst,
-                    ignore=lambda folder, names: _ignore(folder, names) | (INSTRUCTOR_ONLY & set(names)))
+def copy_grader(dst, course):
+    """The grader without the instructor's modules, with the course's resolved copy and its parts' data alone."""
+    chosen = {data.file_name(p.number) for p in course.parts()}
+
+    def ignore(folder, names):
+        skipped = _ignore(folder, names) | (INSTRUCTOR_ONLY & set(names)) | {"course.toml"}
+        if os.path.abspath(folder) == os.path.abspath(data.DATA_DIR):
+            skipped |= {n for n in names if n.endswith(".npz") and n not in chosen}
+        return skipped
+    shutil.copytree(os.path.join(REPO, "autograder"), dst, ignore=ignore)
+    manifest_path = os.path.join(dst, "data", data.MANIFEST)
+    with open(manifest_path) as f:
+        manifest = json.load(f)
+    if manifest.get("seed") != course.seed:
+        raise BuildError(f"the reference data was drawn from seed {manifest.get('seed')} but the course says seed "
+                         f"{course.seed}: run python -m autograder.generate with that course first")
+    manifest["files"] = {n: h for n, h in manifest["files"].items() if n in chosen}
+    with open(manifest_path, "w") as f:
+        json.dump(manifest, f, indent=1)
+        f.write("\n")
+    with open(os.path.join(dst, "course.toml"), "w", encoding="utf-8") as f:
+        f.write(course.to_toml())
 
 
 def check_no_markers(root):
@@ -96,9 +135,20 @@ def check_no_markers(root):
                 raise BuildError(f"{os.path.relpath(path, root)} still holds a solution marker")
 
 
-def check_no_leaks(sources, root):
-    """A build error if a non-trivial line of a solution region of ``sources`` appears anywhere under ``root``."""
+def check_no_leaks(sources, root, provided=(), warn=None):
+    """A build error if a non-trivial line of a solution region of ``sources`` appears anywhere under ``root``.
+
+    Lines found only in ``provided`` files (relative paths: the working code of sections a course leaves out)
+    go to ``warn`` instead: the instructor chose to hand that code out, and is told what it gives away."""
     found = find_leaks(solution_lines(sources), root)
+    given = [f for f in found if f[2].rsplit(":", 1)[0] in provided]
+    found = [f for f in found if f not in given]
+    if given and warn is not None:
+        files = sorted({where.rsplit(":", 1)[0] for _, _, where in given})
+        warn(f"warning: {len(given)} line(s) of the assigned sections' solutions also appear in the working code "
+             f"of the sections left out ({', '.join(files)}); students can read them there:\n" +
+             "\n".join(f"  {os.path.relpath(source, REPO)}: `{line}` in {where}" for source, line, where in given[:10])
+             + (f"\n  … and {len(given) - 10} more" if len(given) > 10 else ""))
     if found:
         shown = "\n".join(f"  {os.path.relpath(source, REPO)}: `{line}` is also in {where}"
                           for source, line, where in found[:10])
@@ -108,44 +158,118 @@ def check_no_leaks(sources, root):
                          f"{shown}{more}")
 
 
-def _fresh(out):
+def _fresh(out, kind, force=False):
+    """An empty folder ``out`` for a build of ``kind``: an existing one is replaced only if it is empty or holds
+    an earlier build of the same kind (its ``STAMP`` says so), or with ``force``."""
     out = os.path.abspath(out)
-    if os.path.exists(out):
-        shutil.rmtree(out)
+    if os.path.lexists(out) and not force:
+        if not os.path.isdir(out) or os.path.islink(out):
+            raise BuildError(f"--out {out} is not a folder: give another path (or --force to replace it)")
+        stamp = os.path.join(out, STAMP)
+        earlier = None
+        if os.path.isfile(stamp):
+            with open(stamp, encoding="utf-8") as f:
+                earlier = f.read().strip()
+        if os.listdir(out) and earlier != kind:
+            what = f"a {earlier} build" if earlier else "not a build of python -m handout"
+            raise BuildError(f"--out {out} is not empty and is {what}: give an empty or new folder, or --force to "
+                             "delete what is there")
+    if os.path.lexists(out):
+        if os.path.isdir(out) and not os.path.islink(out):
+            shutil.rmtree(out)
+        else:
+            os.unlink(out)
     os.makedirs(out)
+    with open(os.path.join(out, STAMP), "w", encoding="utf-8") as f:
+        f.write(kind + "\n")
     return out
 
 
-def build_handout(out):
-    """The student version in ``out`` and ``out.zip``; returns (out, zip path, number of regions stripped)."""
-    out = _fresh(out)
-    sources = []                                   # every file whose regions were stripped
+def load(config):
+    """The course of ``config`` (None: course.toml), or a BuildError saying what is wrong in it."""
     try:
-        regions = strip_tree(os.path.join(REPO, "mytorch"), os.path.join(out, "mytorch"), sources=sources)
+        return courses.load_course(config)
+    except courses.CourseError as error:
+        raise BuildError(str(error)) from None
+
+
+def copy_assignment(dst, course):
+    """The written assignment: the README with the course's point table, and the chosen sections' pages."""
+    folder = os.path.join(HERE, "assignment")
+    shipped = sections.pages(folder, course)
+    os.makedirs(dst)
+    for name in shipped:
+        source = os.path.join(folder, name)
+        if not name.endswith(".md"):
+            if os.path.isfile(source):
+                shutil.copy(source, os.path.join(dst, name))
+            continue
+        with open(source, encoding="utf-8") as f:
+            text = sections.render_page(name, f.read(), course, shipped)
+        left_out = [f"{s}. {spec_name}" for s, spec_name in spec.SECTIONS.items() if s not in course.sections]
+        if name == "README.md" and left_out:
+            text = text.replace(sections.POINTS_END, sections.POINTS_END + "\n\nNot in this course, and provided "
+                                "as working code you may read: " + "; ".join(left_out) + ".", 1)
+        with open(os.path.join(dst, name), "w", encoding="utf-8") as f:
+            f.write(text)
+
+
+def _stderr(message):
+    print(message, file=sys.stderr)
+
+
+def build_handout(out, config=None, force=False, warn=_stderr):
+    """The student version in ``out`` and ``out.zip``; returns (out, zip path, number of regions stripped).
+    ``warn`` is told what provided code (of sections left out) gives away."""
+    course = load(config)
+    out = _fresh(out, "handout", force)
+    keep = set(spec.SECTIONS) - set(course.sections)
+    sources, provided = [], []                     # files whose regions were stripped; files kept working
+    try:
+        regions = strip_tree(os.path.join(REPO, "mytorch"), os.path.join(out, "mytorch"), sources=sources,
+                             keep=keep, provided=provided)
         notebooks = os.path.join(REPO, "notebooks")
         if os.path.isdir(notebooks):
             for name in sorted(os.listdir(notebooks)):
                 if name.endswith(".ipynb"):
+                    if sections.notebook_section(name) in keep:
+                        continue
                     sources.append(os.path.join(notebooks, name))
                     regions += strip_notebook(os.path.join(notebooks, name), os.path.join(out, "notebooks", name))
                 elif name.endswith((".py", ".md")) and not name.startswith("."):
                     shutil.copy(os.path.join(notebooks, name), os.path.join(out, "notebooks", name))
-    except MarkerError as error:
-        raise BuildError(str(error)) from None
-    copy_grader(os.path.join(out, "autograder"))
-    shutil.copytree(os.path.join(HERE, "assignment"), os.path.join(out, "assignment"), ignore=_ignore)
+    except (MarkerError, KeyError) as error:
+        raise BuildError(str(error).strip('"')) from None
+    copy_grader(os.path.join(out, "autograder"), course)
+    copy_assignment(os.path.join(out, "assignment"), course)
     for name in ("README.md", "setup.py"):
         shutil.copy(os.path.join(HERE, "student", name), os.path.join(out, name))
     check_no_markers(out)
-    check_no_leaks(sources, out)
-    archive = shutil.make_archive(out, "zip", root_dir=os.path.dirname(out), base_dir=os.path.basename(out))
+    check_no_leaks(sources, out, provided, warn)
+    archive = _zip(out, "handout", root_dir=os.path.dirname(out), base_dir=os.path.basename(out))
     return out, archive, regions
 
 
-def build_gradescope(out, with_solution=False):
-    """Gradescope's autograder in ``out`` and ``out.zip`` (files at the zip's root, as Gradescope wants)."""
-    out = _fresh(out)
-    copy_grader(os.path.join(out, "autograder"))
+FIXED_CASES_REFUSED = ("a zip without the solution grades every submission on the fixed cases, whose inputs "
+                       "every student holds in the handout's reference data: a submission that returns the "
+                       "stored answers would score full marks. Build it with the solution (fresh cases; the "
+                       "default), or pass --fixed-cases to accept that")
+
+
+def build_gradescope(out, with_solution=None, config=None, force=False, fixed_cases=False):
+    """Gradescope's autograder in ``out`` and ``out.zip`` (files at the zip's root, as Gradescope wants).
+
+    With the solution (the default when the course says ``fresh_seed = true``) every submission is graded on
+    fresh cases; without it (``fixed_cases``) on the stored ones, which is refused unless ``fixed_cases``."""
+    course = load(config)
+    if with_solution is None:
+        with_solution = course.gradescope.fresh_seed and not fixed_cases
+    if with_solution and fixed_cases:
+        raise BuildError("--fixed-cases builds without the solution; it cannot be combined with --with-solution")
+    if not with_solution and not fixed_cases:
+        raise BuildError(FIXED_CASES_REFUSED)
+    out = _fresh(out, "gradescope", force)
+    copy_grader(os.path.join(out, "autograder"), course)
     for name in ("setup.sh", "run_autograder"):
         shutil.copy(os.path.join(HERE, "gradescope", name), os.path.join(out, name))
         os.chmod(os.path.join(out, name), 0o755)
@@ -153,5 +277,15 @@ def build_gradescope(out, with_solution=False):
         shutil.copytree(os.path.join(REPO, "mytorch"), os.path.join(out, "solution", "mytorch"), ignore=_ignore)
     else:
         check_no_markers(out)
-    archive = shutil.make_archive(out, "zip", root_dir=out)
+    archive = _zip(out, "gradescope", root_dir=out)
     return out, archive
+
+
+def _zip(out, kind, **where):
+    """``out.zip`` of the build, without the stamp (it marks the folder, not what is handed out)."""
+    os.unlink(os.path.join(out, STAMP))
+    try:
+        return shutil.make_archive(out, "zip", **where)
+    finally:
+        with open(os.path.join(out, STAMP), "w", encoding="utf-8") as f:
+            f.write(kind + "\n")

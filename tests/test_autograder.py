@@ -153,9 +153,9 @@ def test_batch_writes_scores(tmp_path):
     proc = run_cli(["batch", str(tmp_path / "subs"), "--jobs", "2", "--csv", str(tmp_path / "scores.csv")])
     assert proc.returncode == 0, proc.stderr
     rows = (tmp_path / "scores.csv").read_text().splitlines()
-    assert rows[0].startswith("submission,1.1,1.2") and rows[0].endswith(",total")
-    assert rows[1].startswith("alice,") and rows[1].endswith(",100")
-    assert rows[2].startswith("bob,") and float(rows[2].split(",")[-1]) < 100
+    assert rows[0].startswith("submission,handed in as,1.1,1.2") and rows[0].endswith(",total,problem,reason")
+    assert rows[1].startswith("alice,mytorch/,") and rows[1].endswith(",100,,")
+    assert rows[2].startswith("bob,mytorch/,") and float(rows[2].split(",")[-3]) < 100
 
 
 def test_handin_packs_the_student_files(tmp_path):

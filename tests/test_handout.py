@@ -200,7 +200,7 @@ def test_round_trip_restores_full_marks(built, tmp_path):
 
 @pytest.mark.parametrize("with_solution", [False, True], ids=["stored references", "fresh seed from the solution"])
 def test_gradescope_zip(built, tmp_path, with_solution):
-    build.build_gradescope(str(tmp_path / "package"), with_solution)
+    build.build_gradescope(str(tmp_path / "package"), with_solution, fixed_cases=not with_solution)
     root = tmp_path / "autograder"
     for sub in ("source", "submission", "results"):
         (root / sub).mkdir(parents=True)

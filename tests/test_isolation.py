@@ -100,7 +100,7 @@ def test_an_autograder_shipped_in_a_submission_is_never_imported(tmp_path):
     batch = subprocess.run([sys.executable, "-m", "autograder", "batch", str(subs), "--jobs", "2"], cwd=REPO,
                            env=env, capture_output=True, text=True, timeout=300)
     assert batch.returncode == 0, batch.stderr
-    assert (subs / "scores.csv").read_text().splitlines()[1].endswith(",100")
+    assert (subs / "grading" / "scores.csv").read_text().splitlines()[1].endswith(",100,,")
     scope = subprocess.run([sys.executable, "-m", "autograder", "gradescope", "--root", str(tmp_path / "autograder")],
                            cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert scope.returncode == 0, scope.stderr

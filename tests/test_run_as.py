@@ -189,7 +189,7 @@ def test_batch_isolates_submissions_and_the_grader(sandbox_user):
         f"targets += glob.glob({grader!r} + '/autograder/**/*', recursive=True)\n"
         "for t in targets:\n    if 'mallory' in t or t.startswith(here):\n        continue\n    try:\n"
         "        open(t, 'w').write('raise SystemExit(0)\\n')\n    except OSError:\n        pass\n"
-        f"try:\n    open({subs!r} + '/scores.csv', 'w').write('alice,0\\n')\nexcept OSError:\n    pass\n"
+        f"try:\n    open({subs!r} + '/grading/scores.csv', 'w').write('alice,0\\n')\nexcept OSError:\n    pass\n"
         + FORK_BOMB.replace("raise ValueError('broken')", ""))
     make_submission(os.path.join(subs, "mallory"), kit.attack_edits(vandal, root, "", ""))
     env = dict(os.environ, PYTHONPATH="")
@@ -200,9 +200,10 @@ def test_batch_isolates_submissions_and_the_grader(sandbox_user):
                           timeout=600)
     assert proc.returncode == 0, proc.stderr
     assert "graded 3/3 submissions" in proc.stderr and "no isolation" not in proc.stderr
-    rows = {line.split(",")[0]: line.split(",") for line in open(os.path.join(subs, "scores.csv")).read().splitlines()}
-    assert rows["alice"][-1] == "100"
-    assert f"{float(rows['bob'][-1]):.2f}/100" in bob_alone.stdout     # as graded alone, before the batch
+    with open(os.path.join(subs, "grading", "scores.csv")) as f:
+        rows = {line.split(",")[0]: line.split(",") for line in f.read().splitlines()}
+    assert rows["alice"][-3] == "100"
+    assert f"{float(rows['bob'][-3]):.2f}/100" in bob_alone.stdout     # as graded alone, before the batch
     assert kit.tree_digest(grader) == before                 # the grader's code and data, byte for byte
     assert not kit.processes_mentioning("/nonexistent", uid=user.pw_uid)
 

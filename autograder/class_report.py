@@ -1,0 +1,266 @@
+"""What a batch leaves for the instructor, in its report folder (``DIR/grading/`` by default):
+
+    feedback/<submission>.txt   exactly what the student would have seen (the grader's table and messages)
+    feedback/<submission>.json  the same in Gradescope's results format; its extra_data says how it was
+                                handed in, what went wrong, and which grader and seed graded it (for resuming)
+    scores.csv                  one row per submission: how it was handed in, each part, the total, the problem
+    gradebook.csv               the totals as Canvas's gradebook import reads them (Student, ID, SIS User ID,
+                                SIS Login ID, Section, then the assignment with its "Points Possible" row)
+    report.md                   per part the mean, median and full-marks rate; each hint with how many
+                                students got it; the submissions that crashed, timed out or were not gradable;
+                                the histogram of totals
+    totals.png                  that histogram (matplotlib, Agg backend: no display needed)
+
+Every file is written atomically by the grader (never by student code), the feedback as each submission is
+graded, so an interrupted batch keeps what it finished: a run with the same grader key (``grader_key``: the
+grader's code and data, the course and the seed) reuses those files instead of grading again.
+"""
+import csv
+import hashlib
+import io
+import json
+import os
+import re
+import secrets
+import stat
+import statistics
+
+from autograder import report
+
+FEEDBACK = "feedback"
+READ_LIMIT = 4 << 20             # bytes of one feedback file read back when resuming
+TIMED_OUT = "Your code did not finish within"
+ALL_RAISED = re.compile(r"^all \d+ cases: (.*)$", re.M)
+
+
+def grader_key(course, seed):
+    """What decides a submission's grade besides its code: this grader's files, its data, the course, the seed."""
+    digest = hashlib.sha256()
+    here = os.path.dirname(os.path.abspath(__file__))
+    for folder in (here, os.path.join(here, "data")):
+        for name in sorted(os.listdir(folder)):
+            path = os.path.join(folder, name)
+            if name.endswith((".py", ".json", ".npz", ".toml")) and os.path.isfile(path):
+                digest.update(name.encode() + b"\0")
+                with open(path, "rb") as f:
+                    digest.update(hashlib.sha256(f.read()).digest())
+    digest.update(course.to_toml().encode() + f"\0seed={seed}".encode())
+    return digest.hexdigest()[:32]
+
+
+def problem_of(results, reason=""):
+    """("ungradable" | "timed out" | "crashed" | "", one line saying what) of a submission's results."""
+    if reason:
+        return "ungradable", reason
+    for r in results:
+        if r.status == "error" and r.output.startswith(TIMED_OUT):
+            return "timed out", f"part {r.part.number}: {r.output.splitlines()[0]}"
+    for r in results:                    # the process died, or every case raised the same error (an import)
+        raised = ALL_RAISED.search(r.output)
+        if r.status == "error" or raised:
+            line = raised.group(1) if raised else (r.output.splitlines() or [""])[0]
+            return "crashed", f"part {r.part.number}: {line[:200]}"
+    return "", ""
+
+
+def feedback_text(results, fresh_seed=None, reason=""):
+    """What ``python -m autograder`` prints for these results, in a pipe (80 columns, no colour)."""
+    console = report.Console(io.StringIO(), environ={"NO_COLOR": "1"})
+    console.encoding = "utf-8"
+    if reason:
+        console.print(f"Not graded: {reason}.")
+    if fresh_seed is not None:
+        console.print(f"Graded on fresh cases from seed {fresh_seed}.")
+    console.print(report.table(results, None, False, width=78, messages=not reason))
+    return console.stream.getvalue()
+
+
+class Folder:
+    """The report folder, held open: every file is written and read through this descriptor, never by path, so
+    a folder swapped for a link while student code runs (the class folder may be writable by the sandbox
+    user) cannot redirect the grader's writes; files are made fresh (``O_EXCL | O_NOFOLLOW``) and renamed in."""
+
+    def __init__(self, path, fd=None):
+        self.path = path
+        if fd is None:
+            os.makedirs(path, exist_ok=True)
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        self.fd = fd
+
+    def sub(self, name):
+        try:
+            os.mkdir(name, 0o755, dir_fd=self.fd)
+        except FileExistsError:
+            pass
+        return Folder(os.path.join(self.path, name),
+                      os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=self.fd))
+
+    def write(self, name, content):
+        """``name`` holds ``content`` (str or bytes), replaced atomically."""
+        data = content.encode("utf-8") if isinstance(content, str) else content
+        tmp = f".tmp-{secrets.token_hex(8)}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=self.fd)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, name, src_dir_fd=self.fd, dst_dir_fd=self.fd)
+        except BaseException:
+            try:
+                os.unlink(tmp, dir_fd=self.fd)
+            except OSError:
+                pass
+            raise
+
+    def read(self, name, limit=READ_LIMIT):
+        """The bytes of the regular file ``name`` (never through a link, never blocking), at most ``limit``."""
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=self.fd)
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise OSError(f"{name} is not a regular file")
+            content = f.read(limit + 1)
+        if len(content) > limit:
+            raise OSError(f"{name} is larger than {limit} bytes")
+        return content
+
+    def close(self):
+        os.close(self.fd)
+
+
+def write_feedback(folder, name, text, payload):
+    """The submission's two feedback files in ``folder`` (a ``Folder``; the .txt first: a .json present means
+    both are complete)."""
+    folder.write(f"{name}.txt", text)
+    folder.write(f"{name}.json", json.dumps(payload, indent=1) + "\n")
+
+
+def read_feedback(folder, name, key):
+    """The results an earlier run left in ``folder`` for ``name`` if the same grader key made them, else None."""
+    try:
+        payload = json.loads(folder.read(f"{name}.json"))
+        if payload["extra_data"]["grader_key"] == key and folder.read(f"{name}.txt") is not None:
+            return payload
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    return None
+
+
+# ---- the class: rows from the results files, then the tables, the report and the picture
+
+def rows(names, payloads, parts):
+    """One row per submission: name, form, per-part scores, total, problem, detail, hints."""
+    out = []
+    for name in names:
+        payload = payloads[name]
+        extra = payload.get("extra_data", {})
+        scores = {t["number"]: t["score"] for t in payload["tests"]}
+        out.append({"name": name, "form": extra.get("form", ""), "scores": [scores.get(p.number, 0.0) for p in parts],
+                    "total": payload["score"], "problem": extra.get("problem", ""),
+                    "detail": extra.get("problem_detail", ""), "hints": sorted(extra.get("hints", {}))})
+    return out
+
+
+def _csv(table):
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerows(table)
+    return buffer.getvalue()
+
+
+def scores_csv(class_rows, parts):
+    header = ["submission", "handed in as"] + [p.number for p in parts] + ["total", "problem", "reason"]
+    return _csv([header] + [[r["name"], r["form"]] + [f"{s:g}" for s in r["scores"]] +
+                            [f"{r['total']:g}", r["problem"], r["detail"]] for r in class_rows])
+
+
+def gradebook_csv(class_rows, course):
+    """Canvas's gradebook import: a row per student matched on SIS Login ID (here: the submission's name)."""
+    column = course.title
+    table = [["Student", "ID", "SIS User ID", "SIS Login ID", "Section", column],
+             ["    Points Possible", "", "", "", "", f"{course.total:g}"]]
+    table += [[r["name"], "", "", r["name"], "", f"{r['total']:g}"] for r in class_rows]
+    return _csv(table)
+
+
+def part_statistics(class_rows, parts):
+    """Per part: (part, mean, median, fraction of the class with full marks)."""
+    stats = []
+    for k, part in enumerate(parts):
+        scores = [r["scores"][k] for r in class_rows]
+        full = sum(s >= part.points - 1e-9 for s in scores) / len(scores) if scores else 0.0
+        stats.append((part, statistics.fmean(scores) if scores else 0.0,
+                      statistics.median(scores) if scores else 0.0, full))
+    return stats
+
+
+def hint_counts(class_rows):
+    """Each hint that fired, with how many submissions got it, most common first."""
+    counts = {}
+    for r in class_rows:
+        for hint in r["hints"]:
+            counts[hint] = counts.get(hint, 0) + 1
+    return sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+
+
+def histogram(folder, totals, maximum):
+    """totals.png in ``folder``: how many submissions scored what. False if matplotlib is missing."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        from matplotlib import pyplot
+    except ImportError:
+        return False
+    figure, axes = pyplot.subplots(figsize=(6, 3.2), dpi=100)
+    bins = [maximum * k / 20 for k in range(21)]
+    axes.hist(totals, bins=bins, color="#4477aa", edgecolor="white")
+    axes.set_xlabel(f"total (of {maximum:g})")
+    axes.set_ylabel("submissions")
+    axes.set_xlim(0, maximum)
+    axes.yaxis.get_major_locator().set_params(integer=True)
+    figure.tight_layout()
+    picture = io.BytesIO()
+    try:
+        figure.savefig(picture, format="png")
+    finally:
+        pyplot.close(figure)
+    folder.write("totals.png", picture.getvalue())
+    return True
+
+
+def _md_cell(text):
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def report_md(class_rows, parts, course, pictured):
+    n = len(class_rows)
+    totals = [r["total"] for r in class_rows]
+    lines = [f"# {course.title}: class report", "",
+             f"{n} submissions, total out of {course.total:g}: mean {statistics.fmean(totals):.2f}, median "
+             f"{statistics.median(totals):.2f}." if n else "No submissions.", ""]
+    if pictured:
+        lines += ["![totals](totals.png)", ""]
+    lines += ["## Parts", "", "| part | points | mean | median | full marks |", "|---|---|---|---|---|"]
+    for part, mean, median, full in part_statistics(class_rows, parts):
+        lines.append(f"| {part.number} {part.name} | {part.points:g} | {mean:.2f} | {median:.2f} | {full:.0%} |")
+    lines += ["", "## Hints", ""]
+    counted = hint_counts(class_rows)
+    lines += [f"- {count / n:.0%} of the class ({count} of {n}): {_md_cell(hint)}" for hint, count in counted] \
+        if counted else ["No hint fired."]
+    lines += ["", "## Submissions that crashed, timed out or were not gradable", ""]
+    problems = [r for r in class_rows if r["problem"]]
+    if problems:
+        lines += ["| submission | problem | what |", "|---|---|---|"]
+        lines += [f"| {_md_cell(r['name'])} | {r['problem']} | {_md_cell(r['detail'])} |" for r in problems]
+    else:
+        lines.append("None.")
+    return "\n".join(lines) + "\n"
+
+
+def write_class(folder, names, payloads, course):
+    """scores.csv, gradebook.csv, report.md and totals.png in ``folder`` (a ``Folder``) for the submissions
+    ``names`` (in that order); returns the rows."""
+    parts = course.parts()
+    class_rows = rows(names, payloads, parts)
+    folder.write("scores.csv", scores_csv(class_rows, parts))
+    folder.write("gradebook.csv", gradebook_csv(class_rows, course))
+    pictured = bool(class_rows) and histogram(folder, [r["total"] for r in class_rows], course.total)
+    folder.write("report.md", report_md(class_rows, parts, course, pictured))
+    return class_rows

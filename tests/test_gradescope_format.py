@@ -1,0 +1,126 @@
+"""Gradescope mode's results.json, field by field against Gradescope's "Autograder Specifications" (the
+results.json format: top-level score, execution_time, output, output_format, test_output_format,
+test_name_format, visibility, stdout_visibility, extra_data, tests, leaderboard; per test score, max_score,
+status, name, name_format, number, output, output_format, tags, visibility, extra_data)."""
+import json
+import os
+import pwd
+
+import pytest
+
+from autograder import course, grade, report, spec
+from tests.graderkit import make_submission, run_cli
+
+TOP_LEVEL = {"score": (int, float), "execution_time": (int,), "output": (str,), "output_format": (str,),
+             "test_output_format": (str,), "test_name_format": (str,), "visibility": (str,),
+             "stdout_visibility": (str,), "extra_data": (dict,), "tests": (list,), "leaderboard": (list,)}
+PER_TEST = {"score": (int, float), "max_score": (int, float), "status": (str,), "name": (str,),
+            "name_format": (str,), "number": (str,), "output": (str,), "output_format": (str,), "tags": (list,),
+            "visibility": (str,), "extra_data": (dict,)}
+FORMATS = {"text", "html", "simple_format", "md", "ansi"}
+VISIBILITIES = {"hidden", "after_due_date", "after_published", "visible"}
+STATUSES = {"passed", "failed"}
+
+
+def validate(results):
+    """Every field Gradescope documents, with its type and its allowed values; nothing it does not document."""
+    assert set(results) <= set(TOP_LEVEL), set(results) - set(TOP_LEVEL)
+    for key, value in results.items():
+        assert isinstance(value, TOP_LEVEL[key]) and not isinstance(value, bool), key
+    for key in ("output_format", "test_output_format", "test_name_format"):
+        assert results.get(key, "text") in FORMATS, key
+    for key in ("visibility", "stdout_visibility"):
+        assert results.get(key, "visible") in VISIBILITIES, key
+    json.dumps(results["extra_data"])
+    assert results["tests"] or "score" in results                     # "tests: optional, but required if no top-level score"
+    for test in results["tests"]:
+        assert set(test) <= set(PER_TEST), set(test) - set(PER_TEST)
+        for key, value in test.items():
+            assert isinstance(value, PER_TEST[key]) and not isinstance(value, bool), key
+        assert test.get("status", "passed") in STATUSES
+        assert test.get("name_format", "text") in FORMATS and test.get("output_format", "text") in FORMATS
+        assert test.get("visibility", "visible") in VISIBILITIES
+        assert all(isinstance(tag, str) for tag in test.get("tags", []))
+        assert 0 <= test["score"] <= test["max_score"]
+        assert (test["status"] == "passed") == (test["score"] == test["max_score"])
+    assert abs(sum(t["score"] for t in results["tests"]) - results["score"]) < 1e-6
+
+
+def test_gradescope_mode_results_follow_the_specification(tmp_path):
+    m = next(m for m in __import__("autograder.mistakes").mistakes.HINTED if m.id == "gru-z-swapped")
+    root = tmp_path / "autograder"
+    make_submission(root / "submission", [(m.path, m.old, m.new)])
+    (root / "results").mkdir()
+    proc = run_cli(["gradescope", "--root", str(root)], timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    with open(root / "results" / "results.json") as f:
+        results = json.load(f)
+    validate(results)
+    the_course = course.load_course()
+    tests = {t["number"]: t for t in results["tests"]}
+    assert list(tests) == [p.number for p in the_course.parts()]
+    for part in the_course.parts():
+        test = tests[part.number]
+        section = part.number.split(".")[0]
+        assert test["name"] == f"{part.number} {part.name}" and test["max_score"] == part.points
+        assert test["tags"] == [f"section {section}", spec.SECTIONS[section]]
+        assert test["visibility"] == the_course.gradescope.visibility_of(part.number)
+        assert test["output_format"] == results["test_output_format"] == the_course.gradescope.output_format
+        assert test["extra_data"]["hints"] == report.hints(test["output"])
+    failed = tests["2.1"]
+    assert failed["status"] == "failed" and failed["output"].startswith("```text\n")
+    assert any("z and 1 − z swapped" in h for h in failed["extra_data"]["hints"])
+    assert results["extra_data"]["hints"] and all("2.1" in numbers or "2.2" in numbers or "6.2" in numbers
+                                                  for numbers in results["extra_data"]["hints"].values())
+    # the top-level output is the score table; nothing in it a student on Gradescope cannot act on
+    assert results["output"].startswith("```text\n#    Part") and f"/{the_course.total}" in results["output"]
+    assert "--verbose" not in json.dumps(results) and " -v" not in json.dumps(results)
+    # what only the course staff may see: on stdout (hidden from students) and in extra_data
+    notes = results["extra_data"]["instructor_notes"]
+    if os.geteuid() != 0:
+        assert any("did not run as root" in n for n in notes)
+    else:
+        try:
+            pwd.getpwnam("student")
+        except KeyError:
+            assert any("no user 'student' (setup.sh makes it)" in n for n in notes)
+    assert any("no solution in the autograder zip" in n for n in notes)
+    assert all(f"INSTRUCTOR WARNING: {n}" in proc.stdout for n in notes if "fresh cases" not in n)
+    assert results["stdout_visibility"] == "hidden"
+
+
+@pytest.mark.parametrize("fmt", ["md", "ansi", "text"])
+def test_output_formats_and_advice_only_a_local_student_can_follow(fmt):
+    part = spec.PARTS_BY_NUMBER["2.2"]
+    message = ("1 of 6 cases passed\ncase 1 (unbatched): failed\n  dx: values differ\n  … and 4 more arrays differ "
+               "(--verbose shows all)\n  Hint: dh: these values are what z and 1 − z swapped would give")
+    results = [grade.PartResult(part, 0.0, "failed", message)]
+    settings = course.Gradescope(output_format=fmt, visibility="after_due_date")
+    payload = report.gradescope(results, 1.2, settings, ["a fallback"])
+    validate(payload)
+    test = payload["tests"][0]
+    assert "--verbose" not in test["output"] and "… and 4 more arrays differ" in test["output"]
+    assert test["visibility"] == "after_due_date" and payload["execution_time"] == 2
+    assert payload["extra_data"]["instructor_notes"] == ["a fallback"]
+    assert test["extra_data"]["hints"] == ["dh: these values are what z and 1 − z swapped would give"]
+    if fmt == "ansi":
+        assert "\033[31m" in test["output"] and "\033[33mHint:" in test["output"]
+    elif fmt == "md":
+        assert test["output"].startswith("```text\n") and test["output"].endswith("\n```")
+    else:
+        assert "\033" not in test["output"] and "```" not in test["output"]
+
+
+def test_progress_lines_come_in_part_order_whatever_order_parts_finish_in():
+    import io
+    parts = [spec.PARTS_BY_NUMBER[n] for n in ("1.1", "1.2", "2.1")]
+    console = report.Console(io.StringIO(), environ={})
+    console.encoding = "utf-8"
+    progress = report.Progress(console, 3, [p.number for p in parts])
+    progress(grade.PartResult(parts[2], 5.0, "passed", ""))
+    assert console.stream.getvalue() == ""                          # 2.1 waits for 1.1 and 1.2
+    progress(grade.PartResult(parts[0], 0.0, "not implemented", ""))
+    progress(grade.PartResult(parts[1], 3.0, "failed", ""))
+    assert console.stream.getvalue().splitlines() == [
+        "[1/3] 1.1 RNN cell forward: 0/4  (not implemented yet)", "[2/3] 1.2 RNN cell backward: 3/6  ✗",
+        "[3/3] 2.1 GRU cell forward: 5/5"]
