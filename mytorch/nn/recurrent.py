@@ -114,7 +114,7 @@ class Recurrent(Module):
         self._tape.clear()                                             # a new sequence; an unfinished one is dropped
         self._paths = {}
         starts = [self._start_state(cell, parts, N) for cell, parts in zip(self.cells, given)]
-        # BEGIN SOLUTION walk the layers bottom-up: run each direction k = layer·D + direction of each layer with self._run_direction from starts[k] (reverse for direction 1), keep its final state in finals[k], and feed the layer's outputs (directions side by side) to the layer above; Y is the top layer's
+        # BEGIN SOLUTION walk the layers bottom-up, each direction k with self._run_direction from starts[k]; set finals[k] and Y, the top layer's outputs (assignment/6-bptt.md, step 1)
         finals, inp = [None] * len(self.cells), X
         for layer in range(self.num_layers):
             outputs = []
@@ -150,7 +150,7 @@ class Recurrent(Module):
         dY = dY if record.batched else dY[:, None]                     # T,N,D·H_out
         d_finals = [self._zeros_for_none(cell, parts, record.batch) for cell, parts in zip(self.cells, given)]
         lengths, W = record.lengths, self.output_width
-        # BEGIN SOLUTION walk the layers top-down: each direction k of a layer backpropagates its columns of the gradient reaching the layer's outputs (dY for the top layer) with self._backward_direction from d_finals[k], putting what it returns for the initial state in d_state0[k]; the dX of the layer's directions, added, is the gradient reaching the outputs of the layer below; dX is layer 0's
+        # BEGIN SOLUTION walk the layers top-down, each direction k with self._backward_direction from d_finals[k]; set d_state0[k] and dX, layer 0's input gradient (assignment/6-bptt.md, step 3)
         d_state0, d_out = [None] * len(self.cells), dY
         for layer in reversed(range(self.num_layers)):                 # top layer first: LIFO across layers too
             d_in = 0.0
@@ -187,7 +187,7 @@ class Recurrent(Module):
                 return result
         self._paths[id(cell)] = "loop"
         T, N = X.shape[:2]
-        # BEGIN SOLUTION step the cell over the sequence (t = 0 … T−1, or T−1 … 0 with reverse), carrying its state from state0; where t >= lengths[n] the state stays as it was and Y[t] is zero; Y (T, N, H_out) holds the h of each step, state the final state
+        # BEGIN SOLUTION step the cell over time from state0, padded steps masked; set Y (T, N, H_out) and state, the final state (assignment/6-bptt.md, step 2)
         live = np.ones((T, N, 1), dtype=bool) if lengths is None else \
             (np.arange(T)[:, None] < lengths[None, :])[:, :, None]     # T,N,1: True where t < lengths[n]
         Y = [None] * T                                                 # Y[t]: (N, H_out), filled in step order
@@ -210,7 +210,7 @@ class Recurrent(Module):
         if self._paths.get(id(cell)) == "fast":
             return cell.sequence_backward(dY, d_state_T)
         T, N = dY.shape[:2]
-        # BEGIN SOLUTION walk the steps in the opposite order of forward; at each step the gradient reaching its new state is d_state (from the step after) plus dY[t] on its h; live rows go through cell.backward (its dx is dX[t]), padded rows pass d_state by unchanged; d_state ends as the initial state's gradient
+        # BEGIN SOLUTION walk the steps in the opposite order of forward, carrying d_state and adding dY[t], padded steps masked; set dX (T, N, I_l) and d_state (assignment/6-bptt.md, step 4)
         live = np.ones((T, N, 1), dtype=bool) if lengths is None else \
             (np.arange(T)[:, None] < lengths[None, :])[:, :, None]
         dX = [None] * T                                                # dX[t]: (N, I_l)
