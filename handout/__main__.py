@@ -1,4 +1,4 @@
-"""python -m handout build [--out DIR] | python -m handout gradescope [--out DIR] [--with-solution]"""
+"""python -m handout build [--out DIR] [--solutions] | python -m handout gradescope [--out DIR] [--with-solution]"""
 import argparse
 import sys
 
@@ -11,6 +11,9 @@ def main(argv=None):
     student = commands.add_parser("build", help="the student version (mytorch with TODOs, notebooks, grader, "
                                                 "assignment) and its zip")
     student.add_argument("--out", default="build/handout", metavar="DIR")
+    student.add_argument("--solutions", action="store_true",
+                         help="release the notebooks' derivations (after the deadline); solution regions are "
+                              "stripped all the same")
     gradescope = commands.add_parser("gradescope", help="Gradescope's autograder zip (setup.sh, run_autograder)")
     gradescope.add_argument("--out", default="build/gradescope", metavar="DIR")
     gradescope.add_argument("--with-solution", action="store_true",
@@ -18,8 +21,9 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         if args.command == "build":
-            out, archive, regions = build_handout(args.out)
-            print(f"Student handout in {out} ({regions} solution regions replaced by TODOs); zip: {archive}")
+            out, archive, regions = build_handout(args.out, solutions=args.solutions)
+            kind = "Handout with the notebooks' derivations" if args.solutions else "Student handout"
+            print(f"{kind} in {out} ({regions} solution regions replaced by TODOs); zip: {archive}")
         else:
             out, archive = build_gradescope(args.out, args.with_solution)
             print(f"Gradescope autograder in {out}; upload {archive}")

@@ -1,6 +1,7 @@
 """The student handout and the Gradescope package: no solution leaks, the empty handout grades to zero without
 a traceback, putting the solution back restores full marks, and markers are validated."""
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -287,3 +288,112 @@ def test_cli_builds(tmp_path):
                           capture_output=True, text=True)
     assert proc.returncode == 0 and "solution regions replaced by TODOs" in proc.stdout
     assert (tmp_path / "h.zip").exists()
+
+
+# ---- derivations held back until released, and the equations of graded backwards
+
+from handout import equations  # noqa: E402
+
+
+def _cells(path):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)["cells"]
+
+
+def _tagged(cells, tag):
+    return [c for c in cells if tag in c.get("metadata", {}).get("tags", [])]
+
+
+@pytest.fixture(scope="module")
+def released(tmp_path_factory):
+    out, _, _ = build.build_handout(str(tmp_path_factory.mktemp("released") / "handout"), solutions=True)
+    return out
+
+
+def test_derivations_are_exercises_until_released(built, released):
+    out = built[0]
+    derived = [p for p in NOTEBOOKS if _tagged(_cells(p), build.DERIVATION)]
+    assert {os.path.basename(p)[:2] for p in derived} >= {"01", "02", "03", "04", "05", "08", "09"}
+    for path in NOTEBOOKS:
+        source, name = _cells(path), os.path.basename(path)
+        student, instructor = _cells(os.path.join(out, "notebooks", name)), _cells(os.path.join(released, "notebooks", name))
+        held = _tagged(source, build.DERIVATION)
+        assert _tagged(student, build.DERIVATION) == [] and len(student) == len(source) - len(held)
+        assert len(_tagged(student, build.EXERCISE)) == len(_tagged(source, build.EXERCISE))
+        assert _tagged(instructor, build.EXERCISE) == []
+        assert [c["source"] for c in _tagged(instructor, build.DERIVATION)] == [c["source"] for c in held]
+        for cell in _tagged(student, build.EXERCISE):           # each exercise names its check
+            text = "".join(cell["source"])
+            assert "right when" in text and ("gradcheck" in text or "finite" in text), (name, text)
+    # the same code regions are stripped in both versions
+    for name in ("02_gru_cell.ipynb", "08_lstm_cell.ipynb"):
+        assert "# END SOLUTION" not in open(os.path.join(released, "notebooks", name)).read()
+
+
+def test_no_equation_of_a_graded_backward_reaches_students(built, released):
+    found = equations.backward_equations(PY_SOURCES)
+    assert len(found) >= 20
+    files = {source.split(":")[0] for source, _, _ in found}
+    for cell in ("rnn_cell", "gru_cell", "gru_block_cell", "gmu_cell", "tgru_cell", "lstm_cell"):
+        assert any(f.endswith(f"nn/{cell}.py") for f in files), cell
+    assert equations.find_equation_leaks(found, built[0]) == []
+    # released, the derivations hold them: the LSTM's two paths into c', the GRU's gates
+    shown = {equation for _, equation, _ in equations.find_equation_leaks(found, released)}
+    assert "dc' ← dc' + dh_hat ⊙ o ⊙ (1 − tanh²(c'))" in shown and "dn = dh' ⊙ (1 − z)" in shown
+
+
+def _as_latex(equation):
+    """A comment's equation as a notebook would typeset it."""
+    text = equation.replace("⊙", r" \odot ").replace("ᵀ", r"^\top").replace("²", "^2").replace("−", "-")
+    text = text.replace("Σ_N", r"\sum_N ").replace("←", "=")
+    return re.sub(r"\bd(\w+)'?", lambda m: rf"\frac{{\partial L}}{{\partial {m.group(1)}}}", text)
+
+
+def test_every_backward_equation_planted_in_latex_is_caught(tmp_path):
+    found = equations.backward_equations(PY_SOURCES)
+    cells = [{"cell_type": "markdown", "metadata": {}, "source": f"So $${_as_latex(eq)}$$ follows."} for _, eq, _ in found]
+    (tmp_path / "nb").mkdir()
+    (tmp_path / "nb" / "n.ipynb").write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {},
+                                                         "cells": cells}))
+    assert [eq for _, eq, _ in equations.find_equation_leaks(found, str(tmp_path / "nb"))] == [eq for _, eq, _ in found]
+
+
+def test_a_planted_derivation_fails_the_build(tmp_path):
+    """Notebook 08's old Markdown, written by hand, in a page and in a notebook: the build refuses both."""
+    leak = (r"The total is $$\bar\delta_c = \delta_c + \frac{\partial L}{\partial \hat h} \odot o \odot "
+            r"\bigl(1 - \tanh^2(c')\bigr).$$ and $\partial L/\partial a_g = \partial L/\partial g \odot (1 - g^2)$")
+    for kind in ("page", "notebook"):
+        root = tmp_path / kind
+        if kind == "page":
+            (root / "assignment").mkdir(parents=True)
+            (root / "assignment" / "7-lstm-cell.md").write_text(f"# LSTM\n\n{leak}\n")
+        else:
+            (root / "notebooks").mkdir(parents=True)
+            (root / "notebooks" / "n.ipynb").write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {},
+                "cells": [{"cell_type": "markdown", "metadata": {}, "source": leak}]}))
+        with pytest.raises(build.BuildError) as error:
+            build.check_no_leaks(PY_SOURCES, str(root))
+        message = str(error.value)
+        assert message.startswith("2 equation(s) of a graded backward would reach students")
+        assert "mytorch/nn/lstm_cell.py:132: `dc' ← dc' + dh_hat ⊙ o ⊙ (1 − tanh²(c'))` is written out in" in message
+        assert "`da_g = dg ⊙ (1 − g²)`" in message
+
+
+@pytest.mark.parametrize("comment, latex", [
+    ("dn = dh' ⊙ (1 − z)", r"\partial L/\partial n = \delta \odot (1 - z)"),
+    ("da_m = dm ⊙ m(1 − m)", r"\frac{\partial L}{\partial a_m} = \frac{\partial L}{\partial m} \odot m(1 - m)"),
+    ("d_c̄  = d_h ⊙ (1 − u) ⊙ (1 − c²)", r"\partial L/\partial \bar c = \delta_h \odot (1-u) \odot (1 - c^{2})"),
+])
+def test_comments_and_latex_meet_in_one_skeleton(comment, latex):
+    right = lambda text: equations.canonical(re.split("=", text)[-1])
+    assert right(comment) == right(latex)
+
+
+def test_a_derivation_needs_its_exercise(tmp_path):
+    cell = {"cell_type": "markdown", "metadata": {"tags": ["derivation"]}, "source": "$a = b$"}
+    plain = {"cell_type": "markdown", "metadata": {}, "source": "text"}
+    path = tmp_path / "n.ipynb"
+    path.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [cell, plain]}))
+    with pytest.raises(build.BuildError, match=r"\(cell 1\): a cell tagged 'derivation' must be followed by a cell "
+                                               r"tagged 'exercise'"):
+        build.strip_notebook(str(path), str(tmp_path / "out.ipynb"))
