@@ -284,6 +284,12 @@ def ctc_case(mytorch, config, inputs, out):
             put("loss", _as_number(value))
         else:
             put("dY", loss.backward())
+    elif task == "torch_loss":                            # mytorch.nn.CTCLoss, PyTorch's semantics
+        loss = importlib.import_module("mytorch.nn.ctc").CTCLoss(blank=0, reduction=config["reduction"],
+                                                                 zero_infinity=config["zero_infinity"])
+        put("loss", _as_number(loss(inputs["log_probs"], inputs["targets"], inputs["input_lengths"],
+                                    inputs["target_lengths"])))
+        put("grad", loss.backward())
     elif task == "greedy":
         symbols = config["symbol_set"]
         path, prob = course.GreedySearchDecoder(symbols).decode(inputs["y_probs"])

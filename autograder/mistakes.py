@@ -109,6 +109,9 @@ BLANKS_FIRST = ("this is what dropping blanks BEFORE merging repeats would give:
                 "drop blanks, so that 'a - a' decodes to 'aa' and 'a a' to 'a'")
 TIES_DROPPED = ("these are the scores of a beam that keeps only hypotheses strictly above the cutoff: keep every "
                 "hypothesis whose score is at least (>=) the beam_width-th best score")
+TORCH_GRAD_WITHOUT_SOFTMAX = ("these gradients are −Σ γ alone, the gradient with respect to log y with the "
+                              "log_softmax's part left out: PyTorch's ctc_loss returns y − Σ_{s: ext_s = c} γ[t, s] "
+                              "for log_probs (exp(log_probs) minus the class sums of γ)")
 DY_BY_BATCH = ("dY is the expected gradient divided by the batch size: the course's backward returns "
                "−Σ γ / y for each sequence, not divided by B, although its forward is a mean over the batch")
 
@@ -310,6 +313,10 @@ CATALOGUE += (
     Mistake("ctc-backward-divided-by-batch", COURSE, "dY[:len(y), b] = -core.class_sums(ratio, ext, y.shape[1])",
             "dY[:len(y), b] = -core.class_sums(ratio, ext, y.shape[1]) / len(self.gammas)", ("8.6",), DY_BY_BATCH,
             variant=True),
+    Mistake("ctc-torch-gradient-without-softmax", CTC, "grad = np.exp(lp) - class_sums(gamma, ext, C + 1)[..., :C]",
+            "grad = -class_sums(gamma, ext, C + 1)[..., :C]", ("8.9",), TORCH_GRAD_WITHOUT_SOFTMAX, variant=True),
+    Mistake("ctc-torch-nll-from-last-blank", CTC, "nll = -_lse_last(np.where(final, la[-1], NEG_INF))",
+            "nll = -la[-1][..., 0]", ("8.9",)),
     Mistake("ctc-greedy-drops-blanks-first", DEC, "merged = [c for k, c in enumerate(path) if k == 0 or c != path[k - 1]]\n"
             "    return tuple(int(c) for c in merged if c != blank)",
             "kept = [c for c in path if c != blank]\n"
