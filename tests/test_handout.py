@@ -8,8 +8,10 @@ import subprocess
 import sys
 import zipfile
 
+import numpy as np
 import pytest
 
+from autograder import spec
 from handout import build, leaks, markers
 from tests.graderkit import REPO, check_gradescope, load_results, run_cli
 
@@ -397,3 +399,91 @@ def test_a_derivation_needs_its_exercise(tmp_path):
     with pytest.raises(build.BuildError, match=r"\(cell 1\): a cell tagged 'derivation' must be followed by a cell "
                                                r"tagged 'exercise'"):
         build.strip_notebook(str(path), str(tmp_path / "out.ipynb"))
+
+
+# ---- section 6 is the student's whole BPTT
+
+def _restored(out, folder, keep_stripped=(), optional=True):
+    """The built mytorch with every region's solution put back, except in ``keep_stripped`` (paths in mytorch/)
+    and, without ``optional``, the optional regions (the cells' fast paths), which stay TODOs."""
+    shutil.copytree(os.path.join(out, "mytorch"), folder / "mytorch")
+    for path in PY_SOURCES:
+        rel = os.path.relpath(path, os.path.join(REPO, "mytorch"))
+        if rel in keep_stripped:
+            continue
+        target = folder / "mytorch" / rel
+        stripped = target.read_text()
+        source = open(path, encoding="utf-8").read()
+        todos = [m.group(0) for m in markers.TODO_BLOCK.finditer(stripped)]
+        regions = markers.find_regions(source.split("\n"), path)
+        bodies = [todo if not optional and region.text.startswith("optional") else body
+                  for todo, region, body in zip(todos, regions, region_bodies(path))]
+        target.write_text(markers.restore(stripped, bodies))
+    return folder
+
+
+def test_bptt_is_the_students_whole(built, tmp_path):
+    """Every cell written, recurrent.py as handed out: each sequence part is 'not implemented yet' and names the
+    first BPTT TODO it reached; the solution's recurrent.py then gives full marks. Nothing in the handed-out
+    file runs the walk: each of its four TODOs is a part of it."""
+    out = built[0]
+    stripped = open(os.path.join(out, "mytorch", "nn", "recurrent.py")).read()
+    assert stripped.count("raise NotImplementedError") == 4
+    for step, method in ((1, "forward"), (2, "_run_direction"), (3, "backward"), (4, "_backward_direction")):
+        assert f"Recurrent.{method}:" in stripped and f"(assignment/6-bptt.md, step {step})" in stripped
+    for gone in ("cell.forward(", "cell.backward(", "reversed(range", "np.where(live"):
+        assert gone not in stripped, gone
+    submission = _restored(out, tmp_path / "cells", keep_stripped={os.path.join("nn", "recurrent.py")})
+    proc = run_cli(["--submission", str(submission), "--json", str(tmp_path / "r.json"), "6", "7"])
+    assert proc.returncode == 0, proc.stderr
+    tests = check_gradescope(load_results(tmp_path / "r.json"))
+    sequence = [p.number for p in spec.PARTS if p.kind == "sequence"]
+    assert sorted(tests) == sorted(sequence + ["7.1", "7.2"])
+    for number in sequence:
+        assert tests[number]["score"] == 0 and "not implemented yet" in tests[number]["output"], tests[number]
+        assert "mytorch/nn/recurrent.py:" in tests[number]["output"]
+    assert tests["7.1"]["score"] == tests["7.1"]["max_score"] and tests["7.2"]["score"] == tests["7.2"]["max_score"]
+    shutil.copy(os.path.join(REPO, "mytorch", "nn", "recurrent.py"), submission / "mytorch" / "nn" / "recurrent.py")
+    proc = run_cli(["--submission", str(submission), "--json", str(tmp_path / "full.json")])
+    assert proc.returncode == 0 and load_results(tmp_path / "full.json")["score"] == 100
+
+
+def test_the_student_layer_falls_back_to_the_loop_without_a_fast_path(built, tmp_path):
+    """The fast paths are optional TODOs: with them left, a layer whose fast_path is on runs the student's loop,
+    and gives the solution's values."""
+    submission = _restored(built[0], tmp_path / "loops", optional=False)
+    assert "optional and not graded" in (submission / "mytorch" / "nn" / "gru_cell.py").read_text()
+    script = ("import numpy as np\nfrom mytorch.nn import GRU, LSTM\n"
+              "for Layer in (GRU, LSTM):\n"
+              "    layer = Layer(3, 4, num_layers=2, bidirectional=True, rng=0)\n"
+              "    Y, _ = layer.forward(np.linspace(-1, 1, 30).reshape(5, 2, 3), lengths=np.array([5, 3]))\n"
+              "    dX, _ = layer.backward(np.ones_like(Y))\n"
+              "    print(layer.fast_path, sorted(set(layer._paths.values())), repr(float(Y.sum() + dX.sum())))\n")
+    theirs = subprocess.run([sys.executable, "-c", script], cwd=submission, capture_output=True, text=True,
+                            env=dict(os.environ, PYTHONPATH=""))
+    ours = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=""))
+    assert theirs.returncode == 0 and ours.returncode == 0, theirs.stderr + ours.stderr
+    for mine, solution in zip(theirs.stdout.splitlines(), ours.stdout.splitlines()):
+        assert mine.startswith("True ['loop'] ") and solution.startswith("True ['fast'] ")
+        assert np.isclose(float(mine.split()[-1]), float(solution.split()[-1]), rtol=1e-10)
+
+
+def test_each_notebook_names_the_parts_it_needs(built, tmp_path):
+    """In the handout every part is a TODO, so each notebook's first code cell stops, naming its parts and the
+    grader's command; with the solution nothing is missing."""
+    probe = ("import json, sys\nsys.path.insert(0, 'notebooks')\nimport needs\n"
+             "print(json.dumps(needs.missing(*needs.PROBES, *needs.OPTIONAL)))\n"
+             "try:\n    needs.needs('8.2', '8.3', '8.4', '8.5', '8.6', '2.1')\nexcept needs.MissingParts as e:\n"
+             "    print(e)\n")
+    handout = subprocess.run([sys.executable, "-c", probe], cwd=built[0], capture_output=True, text=True,
+                             env=dict(os.environ, PYTHONPATH=""))
+    lines = handout.stdout.splitlines()
+    assert json.loads(lines[0]) == [p.number for p in spec.PARTS] + ["GRUCell fast path"], handout.stderr
+    assert lines[1] == "this notebook needs parts 2.1, 8.2-8.6; run `python -m autograder 2 8`"
+    solution = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True,
+                              env=dict(os.environ, PYTHONPATH=""))
+    assert solution.stdout.splitlines()[0] == "[]", solution.stderr
+    for path in NOTEBOOKS:
+        first = next(c for c in _cells(path) if c["cell_type"] == "code")
+        assert "from needs import needs" in "".join(first["source"]), path
