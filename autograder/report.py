@@ -86,12 +86,14 @@ class Console:
 
 
 class Progress:
-    """One line per finished part on ``console`` (a live line, rewritten in place, on a terminal), in the order
-    of ``order`` (part numbers) when given: parts finish in any order, a part's line waits for those before it."""
+    """One line per finished part on ``console`` (a live line, rewritten in place, on a terminal).
+
+    Parts are graded in parallel and finish in any order; with ``order`` (the part numbers as the table lists
+    them) each line waits for the parts before it, so the lines come in part order."""
 
     def __init__(self, console, total, order=None):
         self.console, self.total, self.done = console, total, 0
-        self.order, self.waiting = list(order or []), {}
+        self.order, self.waiting = list(order or ()), {}
         self.lock = threading.Lock()
 
     def __call__(self, result):

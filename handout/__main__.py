@@ -1,4 +1,4 @@
-"""python -m handout build [--out DIR] [--config FILE] [--force]
+"""python -m handout build [--out DIR] [--config FILE] [--solutions] [--force]
 python -m handout gradescope [--out DIR] [--config FILE] [--fixed-cases] [--force]
 python -m handout tables [--config FILE]      (rewrite the assignment's point tables in this repository)"""
 import argparse
@@ -34,6 +34,9 @@ def main(argv=None):
     student = commands.add_parser("build", help="the student version (mytorch with TODOs, notebooks, grader, "
                                                 "assignment) and its zip")
     student.add_argument("--out", default="build/handout", metavar="DIR")
+    student.add_argument("--solutions", action="store_true",
+                         help="release the notebooks' derivations (after the deadline); solution regions are "
+                              "stripped all the same")
     gradescope = commands.add_parser("gradescope", help="Gradescope's autograder zip (setup.sh, run_autograder)")
     gradescope.add_argument("--out", default="build/gradescope", metavar="DIR")
     gradescope.add_argument("--with-solution", action="store_true", default=None,
@@ -51,8 +54,10 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         if args.command == "build":
-            out, archive, regions = build_handout(args.out, args.config, args.force)
-            print(f"Student handout in {out} ({regions} solution regions replaced by TODOs); zip: {archive}")
+            released = args.solutions or load(args.config).release_solutions
+            out, archive, regions = build_handout(args.out, args.config, args.force, solutions=released)
+            kind = "Handout with the notebooks' derivations" if released else "Student handout"
+            print(f"{kind} in {out} ({regions} solution regions replaced by TODOs); zip: {archive}")
         elif args.command == "gradescope":
             out, archive = build_gradescope(args.out, args.with_solution, args.config, args.force, args.fixed_cases)
             fresh = os.path.isdir(os.path.join(out, "solution"))

@@ -1,6 +1,7 @@
 """Build the student handout and the Gradescope autograder from this repository and its course.
 
-    python -m handout build [--out build/handout] [--config course.toml] [--force]     the student version, OUT.zip
+    python -m handout build [--out build/handout] [--config course.toml] [--solutions] [--force]
+                                                                            the student version, OUT.zip
     python -m handout gradescope [--out build/gradescope] [--config FILE] [--fixed-cases] [--force]
 
 Both are made for a course (``autograder.course``: course.toml, or ``--config FILE``): only its sections'
@@ -10,10 +11,19 @@ the chosen parts alone. ``--out`` is replaced only if it is empty or an earlier 
 ``.mytorch-build`` file says which), unless ``--force``.
 
 Student version: ``mytorch/`` with every solution region replaced by a TODO; ``notebooks/`` stripped the same
-way with outputs cleared; ``autograder/`` with its reference data but without the generator and the mistake
+way with outputs cleared, and each derivation held back (below); ``autograder/`` with its reference data but without the generator and the mistake
 catalogue; the written assignment; a student README and setup.py. Nothing with a solution in it is copied:
 the build fails if a ``BEGIN SOLUTION`` marker survives anywhere in the output, or if a non-trivial line of a
-solution region appears anywhere in it outside its TODO (see ``handout.leaks``).
+solution region appears anywhere in it outside its TODO (see ``handout.leaks``), or if an equation of a graded
+backward appears in its Markdown or LaTeX (see ``handout.equations``).
+
+Derivations: a notebook cell that derives or computes a graded quantity carries the cell tag ``derivation``,
+and is followed by one or more cells tagged ``exercise`` that say what to derive, the shapes, and which check
+(a gradcheck against the student's own code) tells when it is right. The student version drops the
+``derivation`` cells and keeps the ``exercise`` cells. ``solutions=True`` (``--solutions``; the course's
+``release_solutions``) is the version for after the deadline: the ``derivation`` cells kept and their
+``exercise`` cells dropped. Solution regions are stripped all the same, in ``mytorch/`` and in the notebooks:
+they are the graded code, and the leak check on code lines still holds.
 
 Gradescope version: ``setup.sh`` and ``run_autograder`` at the root, the grader, and the solution ``mytorch``
 under ``solution/`` so that every submission is graded on fresh cases (``--fresh-seed``) whose references come
@@ -29,6 +39,7 @@ import sys
 from autograder import course as courses
 from autograder import data, spec
 from handout import sections
+from handout.equations import backward_equations, find_equation_leaks
 from handout.leaks import find_leaks, solution_lines
 from handout.markers import MarkerError, strip_source
 
@@ -78,19 +89,48 @@ def strip_tree(src, dst, pattern=".py", sources=None, keep=(), provided=None):
     return count
 
 
-def strip_notebook(path, target):
-    """A notebook with solution regions replaced in its code cells, and every output cleared."""
+DERIVATION, EXERCISE = "derivation", "exercise"
+
+
+def _tags(cell):
+    tags = cell.get("metadata", {}).get("tags", [])
+    return set(tags) if isinstance(tags, list) else set()
+
+
+def check_derivations(cells, where):
+    """Every run of ``derivation`` cells is followed by an ``exercise`` cell, so nothing is held back without
+    the exercise that replaces it."""
+    for index, cell in enumerate(cells):
+        if DERIVATION in _tags(cell):
+            following = next((c for c in cells[index + 1:] if DERIVATION not in _tags(c)), None)
+            if following is None or EXERCISE not in _tags(following):
+                raise BuildError(f"{where} (cell {index + 1}): a cell tagged '{DERIVATION}' must be followed by a "
+                                 f"cell tagged '{EXERCISE}' (what to derive, the shapes, the check)")
+
+
+def strip_notebook(path, target, solutions=False):
+    """A notebook with solution regions replaced in its code cells, derivations held back, every output cleared.
+
+    With ``solutions``: derivations kept in place of their exercise cells (see the module docstring)."""
     with open(path, encoding="utf-8") as f:
         notebook = json.load(f)
-    count = 0
-    for index, cell in enumerate(notebook.get("cells", [])):
+    where = os.path.relpath(path, REPO)
+    cells = notebook.get("cells", [])
+    check_derivations(cells, where)
+    count, kept = 0, []
+    for index, cell in enumerate(cells):
+        tags = _tags(cell)
+        if (DERIVATION in tags and not solutions) or (EXERCISE in tags and solutions):
+            continue
+        kept.append(cell)
         if cell.get("cell_type") != "code":
             continue
         source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-        stripped, n = strip_source(source, f"{os.path.relpath(path, REPO)} (cell {index + 1})", require_function=False)
+        stripped, n = strip_source(source, f"{where} (cell {index + 1})", require_function=False)
         count += n
         cell["source"] = stripped
         cell["outputs"], cell["execution_count"] = [], None
+    notebook["cells"] = kept
     os.makedirs(os.path.dirname(target), exist_ok=True)
     with open(target, "w", encoding="utf-8") as f:
         json.dump(notebook, f, indent=1, ensure_ascii=False)
@@ -135,8 +175,9 @@ def check_no_markers(root):
                 raise BuildError(f"{os.path.relpath(path, root)} still holds a solution marker")
 
 
-def check_no_leaks(sources, root, provided=(), warn=None):
-    """A build error if a non-trivial line of a solution region of ``sources`` appears anywhere under ``root``.
+def check_no_leaks(sources, root, provided=(), warn=None, equations=True):
+    """A build error if a non-trivial line of a solution region of ``sources`` appears anywhere under ``root``,
+    or (``equations``) an equation of a graded backward in its Markdown or LaTeX.
 
     Lines found only in ``provided`` files (relative paths: the working code of sections a course leaves out)
     go to ``warn`` instead: the instructor chose to hand that code out, and is told what it gives away."""
@@ -155,6 +196,14 @@ def check_no_leaks(sources, root, provided=(), warn=None):
         more = f"\n  … and {len(found) - 10} more" if len(found) > 10 else ""
         raise BuildError(f"{len(found)} solution line(s) would reach students outside their TODO "
                          f"(rewrite the other use, e.g. check the exercise against the library instead):\n"
+                         f"{shown}{more}")
+    found = find_equation_leaks(backward_equations(sources), root) if equations else []
+    if found:
+        shown = "\n".join(f"  {os.path.relpath(source, REPO)}: `{equation}` is written out in {where}"
+                          for source, equation, where in found[:10])
+        more = f"\n  … and {len(found) - 10} more" if len(found) > 10 else ""
+        raise BuildError(f"{len(found)} equation(s) of a graded backward would reach students (tag the cell "
+                         f"'{DERIVATION}' and follow it by an '{EXERCISE}' cell, or rewrite the page):\n"
                          f"{shown}{more}")
 
 
@@ -218,10 +267,13 @@ def _stderr(message):
     print(message, file=sys.stderr)
 
 
-def build_handout(out, config=None, force=False, warn=_stderr):
+def build_handout(out, config=None, force=False, warn=_stderr, solutions=None):
     """The student version in ``out`` and ``out.zip``; returns (out, zip path, number of regions stripped).
-    ``warn`` is told what provided code (of sections left out) gives away."""
+    ``warn`` is told what provided code (of sections left out) gives away; ``solutions``: the notebooks'
+    derivations released (see the module docstring; None: as the course's ``release_solutions`` says)."""
     course = load(config)
+    if solutions is None:
+        solutions = course.release_solutions
     out = _fresh(out, "handout", force)
     keep = set(spec.SECTIONS) - set(course.sections)
     sources, provided = [], []                     # files whose regions were stripped; files kept working
@@ -235,7 +287,8 @@ def build_handout(out, config=None, force=False, warn=_stderr):
                     if sections.notebook_section(name) in keep:
                         continue
                     sources.append(os.path.join(notebooks, name))
-                    regions += strip_notebook(os.path.join(notebooks, name), os.path.join(out, "notebooks", name))
+                    regions += strip_notebook(os.path.join(notebooks, name), os.path.join(out, "notebooks", name),
+                                              solutions)
                 elif name.endswith((".py", ".md")) and not name.startswith("."):
                     shutil.copy(os.path.join(notebooks, name), os.path.join(out, "notebooks", name))
     except (MarkerError, KeyError) as error:
@@ -245,7 +298,7 @@ def build_handout(out, config=None, force=False, warn=_stderr):
     for name in ("README.md", "setup.py"):
         shutil.copy(os.path.join(HERE, "student", name), os.path.join(out, name))
     check_no_markers(out)
-    check_no_leaks(sources, out, provided, warn)
+    check_no_leaks(sources, out, provided, warn, equations=not solutions)
     archive = _zip(out, "handout", root_dir=os.path.dirname(out), base_dir=os.path.basename(out))
     return out, archive, regions
 
