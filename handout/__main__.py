@@ -1,6 +1,9 @@
-"""python -m handout build [--out DIR] | python -m handout gradescope [--out DIR] [--with-solution]"""
+"""python -m handout build [--out DIR] | python -m handout gradescope [--out DIR] [--with-solution]
+| python -m handout site [--out DIR] [--config FILE] [--solutions]"""
 import argparse
+import os
 import sys
+import time
 
 from handout.build import BuildError, build_gradescope, build_handout
 
@@ -15,11 +18,21 @@ def main(argv=None):
     gradescope.add_argument("--out", default="build/gradescope", metavar="DIR")
     gradescope.add_argument("--with-solution", action="store_true",
                             help="include the solution, so each submission is graded on fresh cases")
+    site = commands.add_parser("site", help="the course website, built from the handout (DIR/index.html)")
+    site.add_argument("--out", default="build/site", metavar="DIR")
+    site.add_argument("--config", metavar="FILE", help="the course configuration (course.toml)")
+    site.add_argument("--solutions", action="store_true", help="the instructor's site, with the solutions")
     args = parser.parse_args(argv)
     try:
         if args.command == "build":
             out, archive, regions = build_handout(args.out)
             print(f"Student handout in {out} ({regions} solution regions replaced by TODOs); zip: {archive}")
+        elif args.command == "site":
+            from handout.site import build_site            # needs the site extra: pip install -e '.[site]'
+            started = time.monotonic()
+            out, _ = build_site(args.out, config=args.config, solutions=args.solutions)
+            print(f"Course site in {out}: open {os.path.join(out, 'index.html')} "
+                  f"({time.monotonic() - started:.0f} s)")
         else:
             out, archive = build_gradescope(args.out, args.with_solution)
             print(f"Gradescope autograder in {out}; upload {archive}")
