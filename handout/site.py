@@ -27,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 
-from handout.build import REPO, BuildError, build_handout, check_no_leaks
+from handout.build import REPO, BuildError, build_handout, check_no_leaks, check_no_markers
 
 PAGES = os.path.join(REPO, "handout", "site_pages")
 MARKER_LINE = re.compile(r"^\s*# (BEGIN|END) SOLUTION\s*$")
@@ -299,6 +299,7 @@ def build_site(out, config=None, solutions=False, cache_dir=None, keep_work=Fals
         if os.path.exists(os.path.join(out, leftover)):
             os.remove(os.path.join(out, leftover))
 
+    check_no_markers(out)                              # in either edition: markers are never shown
     if not solutions:
         check_site_leaks(_solution_sources(REPO), out)
     if not keep_work:

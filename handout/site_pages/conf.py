@@ -40,36 +40,50 @@ html_show_sourcelink = False
 html_last_updated_fmt = None
 html_theme_options = {"navigation_with_keys": True}
 
+highlight_language = "none"               # docstrings' blocks are equations and shapes, not Python
 autodoc_member_order = "bysource"
 autodoc_typehints = "none"
 autodoc_default_options = {"members": True, "show-inheritance": True}
 add_module_names = False
 
-_INDENTED = re.compile(r"^( {4,}|\t)\S")
+_LITERAL = re.compile(r"(``.+?``)")
+_SPECIAL = re.compile(r"([\\*|_`\[\]<>])")
+_LISTY = re.compile(r"^\s*([-*+•]|\d+[.)]|\.\.|:\w)\s")
 
 
-def _literal_blocks(app, what, name, obj, options, lines):
-    """Docstrings write equations and examples as indented blocks; show them as code, aligned as written.
+def _prose(paragraph):
+    """One paragraph of a docstring as reST: text escaped, ``literals`` kept."""
+    text = " ".join(line.strip() for line in paragraph)
+    if text.endswith("::"):                  # "Example::" introduces the block that follows, shown as code anyway
+        text = text[:-1]
+    parts = _LITERAL.split(text)
+    return "".join(p if k % 2 else _SPECIAL.sub(r"\\\1", p) for k, p in enumerate(parts))
 
-    reST would otherwise read an indented block as a quotation and re-flow it (``h' = (1 − z) ⊙ n + z ⊙ h``
-    and its comment column run together)."""
-    out, inside = [], False
-    for k, line in enumerate(lines):
-        starts = _INDENTED.match(line) and not inside and (k == 0 or not lines[k - 1].strip())
-        if starts and not (out and out[-1].rstrip().endswith("::")):
-            if out and out[-1] == "":
-                out[-1:] = ["::", ""]
-            else:
-                out += ["::", ""]
-            inside = True
-        elif inside and line.strip() and not line.startswith((" ", "\t")):
-            inside = False
-        out.append(line)
+
+def _docstring_as_rest(app, what, name, obj, options, lines):
+    """mytorch's docstrings are plain text written to be read in a terminal: prose paragraphs, and indented
+    blocks of equations, shapes and examples aligned in columns. A prose paragraph is shown as text (with
+    ``literals``); any paragraph with indented lines, a list or an argument table is shown as written, in a
+    code block, so its alignment survives and nothing in it is read as reST markup."""
+    paragraphs, current = [], []
+    for line in lines + [""]:
+        if line.strip():
+            current.append(line.rstrip())
+        elif current:
+            paragraphs.append(current)
+            current = []
+    out = []
+    for paragraph in paragraphs:
+        indented = any(line[:1] in (" ", "\t") for line in paragraph)
+        if indented or any(_LISTY.match(line) for line in paragraph):
+            out += ["::", ""] + ["    " + line for line in paragraph] + [""]
+        else:
+            out += [_prose(paragraph), ""]
     lines[:] = out
 
 
 def setup(app):
-    app.connect("autodoc-process-docstring", _literal_blocks)
+    app.connect("autodoc-process-docstring", _docstring_as_rest)
     return {"parallel_read_safe": True}
 
 
