@@ -28,9 +28,9 @@ import sys
 import tempfile
 
 from handout.build import REPO, BuildError, build_handout, check_no_leaks, check_no_markers
+from handout.markers import BEGIN, END
 
 PAGES = os.path.join(REPO, "handout", "site_pages")
-MARKER_LINE = re.compile(r"^\s*# (BEGIN|END) SOLUTION\s*$")
 MATHJAX = "tex-svg-full.js"        # SVG output: glyphs are paths, so no web font has to load over file://
 EXECUTION_TIMEOUT = 300            # seconds per cell; the slowest cell here takes a few seconds
 
@@ -111,7 +111,7 @@ def shown_notebook(student_path, executed, target):
         if cell.get("cell_type") != "code":
             continue
         lines = _source(cell).split("\n")
-        cell["source"] = "\n".join(line for line in lines if not MARKER_LINE.match(line))
+        cell["source"] = "\n".join(line for line in lines if not (BEGIN.match(line) or END.match(line)))
         ran = outputs.get(cell.get("id"))
         if ran is not None:
             cell["outputs"] = [dict(o) for o in ran.outputs]

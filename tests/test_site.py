@@ -58,16 +58,21 @@ def test_ci_runs_the_browser_tests():
 
 
 @pytest.fixture(scope="session")
-def site(tmp_path_factory):
-    """One student site for the whole session: (site folder, build seconds)."""
+def execution_cache(tmp_path_factory):
+    """Where the session's site builds keep their executed notebooks (MYTORCH_SITE_CACHE to reuse one)."""
     reason = missing()
     if reason:
         (pytest.fail if ON_CI else pytest.skip)(reason)
+    return os.environ.get("MYTORCH_SITE_CACHE") or str(tmp_path_factory.mktemp("execution-cache"))
+
+
+@pytest.fixture(scope="session")
+def site(tmp_path_factory, execution_cache):
+    """One student site for the whole session: (site folder, build seconds)."""
     from handout.site import build_site
     root = tmp_path_factory.mktemp("course-site")
     started = time.monotonic()
-    cache = os.environ.get("MYTORCH_SITE_CACHE") or str(root / "execution-cache")   # set it to reuse executions
-    out, _ = build_site(str(root / "site"), cache_dir=cache)
+    out, _ = build_site(str(root / "site"), cache_dir=execution_cache)
     return out, time.monotonic() - started
 
 
@@ -273,3 +278,18 @@ def test_the_leak_check_reads_highlighted_code(tmp_path):
         check_site_leaks([source], str(tmp_path))
     page.write_text("<html><body><pre>x = 1</pre></body></html>", encoding="utf-8")
     check_site_leaks([source], str(tmp_path))
+
+
+def test_instructor_site_shows_the_solutions_without_markers(site, execution_cache, tmp_path):
+    """--solutions: the notebooks' solution code is shown (from the notebooks executed for the student site,
+    so nothing runs twice), and no marker line is."""
+    from handout.site import _html_text, build_site
+    out, _ = build_site(str(tmp_path / "site"), solutions=True, cache_dir=execution_cache)
+    page = _html_text(os.path.join(out, "notebooks", "02_gru_cell.html"))
+    assert "return dA_x @ W_ih, dA_h @ W_hh + delta * z" in page
+    assert "largest difference from GRUCell.backward" in page
+    assert "SOLUTION" not in page
+    with open(os.path.join(out, "index.html"), encoding="utf-8") as f:
+        assert "instructor" in f.read()
+    student = _html_text(os.path.join(site[0], "notebooks", "02_gru_cell.html"))
+    assert "dA_x @ W_ih" not in student and "raise NotImplementedError" in student
