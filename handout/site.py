@@ -72,23 +72,14 @@ def _source(cell):
     return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
 
 
-def execute_notebook(path, library_root, cache_dir):
-    """``path`` executed top to bottom in a fresh kernel that imports ``library_root``'s mytorch.
-
-    The executed notebook is cached by jupyter-cache in ``cache_dir``/<digest of the library>: a rebuild with
-    unchanged notebooks and library executes nothing. A cell that raises fails the build."""
+def _run(path, library_root):
+    """``path`` executed top to bottom in a fresh kernel that imports ``library_root``'s mytorch; a cell that
+    raises fails the build."""
     import nbformat
-    from jupyter_cache import get_cache
-    from jupyter_cache.base import CacheBundleIn
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
 
     notebook = nbformat.read(path, as_version=4)
-    cache = get_cache(os.path.join(cache_dir, _library_hash(library_root)))
-    try:
-        return cache.merge_match_into_notebook(notebook)[1]
-    except KeyError:                                    # not cached yet
-        pass
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([library_root, os.environ.get("PYTHONPATH", "")]),
                MPLBACKEND="module://matplotlib_inline.backend_inline", PYDEVD_DISABLE_FILE_VALIDATION="1")
     client = NotebookClient(notebook, timeout=EXECUTION_TIMEOUT, kernel_name="python3", record_timing=False,
@@ -97,22 +88,49 @@ def execute_notebook(path, library_root, cache_dir):
         client.execute(env=env, stderr=subprocess.DEVNULL)   # the kernel's own start-up chatter
     except CellExecutionError as error:
         raise BuildError(f"{os.path.basename(path)} does not execute with the solution:\n{error}") from None
-    cache.cache_notebook_bundle(CacheBundleIn(notebook, path), check_validity=False, overwrite=True)
     return notebook
 
 
-def shown_notebook(student_path, executed, target):
-    """The build's notebook ``student_path`` with the outputs of ``executed`` attached by cell id, written to
-    ``target`` for myst-nb to render as is (execution off). Marker comment lines are not shown."""
-    with open(student_path, encoding="utf-8") as f:
+def execute_notebooks(paths, library_root, cache_dir, workers=None):
+    """{path: the notebook executed}, each in a fresh kernel importing ``library_root``'s mytorch.
+
+    Executed notebooks are cached by jupyter-cache in ``cache_dir``/<digest of the library>: a rebuild with
+    unchanged notebooks and library executes nothing. Notebooks not cached yet run ``workers`` at a time
+    (default: two, or one on a single core)."""
+    import concurrent.futures
+
+    import nbformat
+    from jupyter_cache import get_cache
+    from jupyter_cache.base import CacheBundleIn
+
+    cache = get_cache(os.path.join(cache_dir, _library_hash(library_root)))
+    done, missing = {}, []
+    for path in paths:
+        try:
+            done[path] = cache.merge_match_into_notebook(nbformat.read(path, as_version=4))[1]
+        except KeyError:                                # not cached yet
+            missing.append(path)
+    workers = workers or min(2, os.cpu_count() or 1)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+        for path, notebook in zip(missing, pool.map(lambda p: _run(p, library_root), missing)):
+            cache.cache_notebook_bundle(CacheBundleIn(notebook, path), check_validity=False, overwrite=True)
+            done[path] = notebook
+    return done
+
+
+def shown_notebook(build_path, executed, target, solutions=False):
+    """The build's notebook ``build_path`` with the outputs of ``executed`` attached by cell id, written to
+    ``target`` for myst-nb to render as is (execution off). With ``solutions`` each code cell shows the
+    executed (instructor's) source. Marker comment lines are never shown."""
+    with open(build_path, encoding="utf-8") as f:
         notebook = json.load(f)
     outputs = {cell.get("id"): cell for cell in executed.cells if cell.cell_type == "code"}
     for cell in notebook["cells"]:
         if cell.get("cell_type") != "code":
             continue
-        lines = _source(cell).split("\n")
-        cell["source"] = "\n".join(line for line in lines if not (BEGIN.match(line) or END.match(line)))
         ran = outputs.get(cell.get("id"))
+        lines = (ran.source if solutions and ran is not None else _source(cell)).split("\n")
+        cell["source"] = "\n".join(line for line in lines if not (BEGIN.match(line) or END.match(line)))
         if ran is not None:
             cell["outputs"] = [dict(o) for o in ran.outputs]
             cell["execution_count"] = ran.execution_count
@@ -199,7 +217,7 @@ def write_sources(build, src, solutions, executed_by_name, notebooks):
     os.makedirs(os.path.join(src, "notebooks"))
     for name in notebook_names:
         shown_notebook(os.path.join(build, "notebooks", name), executed_by_name[name],
-                       os.path.join(src, "notebooks", name))
+                       os.path.join(src, "notebooks", name), solutions)
 
 
 # ---------------------------------------------------------------------------------------------------- the build
@@ -251,13 +269,7 @@ def _build_handout(out, config, solutions):
         options["config"] = config
     if solutions and "solutions" in accepted:
         options["solutions"] = True
-    built = build_handout(out, **options)[0]
-    if solutions and "solutions" not in accepted:
-        # this checkout's build has no instructor edition: its notebooks are the repository's own
-        shutil.rmtree(os.path.join(built, "notebooks"))
-        shutil.copytree(os.path.join(REPO, "notebooks"), os.path.join(built, "notebooks"),
-                        ignore=shutil.ignore_patterns(".*"))
-    return built
+    return build_handout(out, **options)[0]
 
 
 def build_site(out, config=None, solutions=False, cache_dir=None, keep_work=False):
@@ -275,16 +287,17 @@ def build_site(out, config=None, solutions=False, cache_dir=None, keep_work=Fals
     build = _build_handout(os.path.join(work, "handout"), config, solutions)
 
     started = time.monotonic()
-    notebooks, executed = {}, {}
+    notebooks, solved = {}, {}
     for name in sorted(os.listdir(os.path.join(build, "notebooks"))):
         if not name.endswith(".ipynb"):
             continue
-        solved = os.path.join(REPO, "notebooks", name)
-        if not os.path.isfile(solved):                 # a notebook only the build has: run it as it is
-            solved = os.path.join(build, "notebooks", name)
-        executed[name] = execute_notebook(solved, REPO, cache_dir or _default_cache())
+        solved[name] = os.path.join(REPO, "notebooks", name)      # the instructor's notebook of that name
+        if not os.path.isfile(solved[name]):                     # one only the build has: run it as it is
+            solved[name] = os.path.join(build, "notebooks", name)
         with open(os.path.join(build, "notebooks", name), encoding="utf-8") as f:
             notebooks[name] = _notebook_title(json.load(f))
+    ran = execute_notebooks(list(solved.values()), REPO, cache_dir or _default_cache())
+    executed = {name: ran[path] for name, path in solved.items()}
     execution_seconds = time.monotonic() - started
 
     src = os.path.join(work, "src")
