@@ -245,15 +245,26 @@ def check_site_leaks(sources, site):
         check_no_leaks(sources, text_root)
 
 
-def _solution_sources(root):
-    """Every file whose solution regions the student build hides: mytorch's .py files and the notebooks."""
+def _read(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def _solution_sources(build):
+    """The instructor's files whose solution regions the handout build ``build`` hid: every .py file of
+    mytorch the build changed, and every notebook it holds. (A course that leaves a section out hands its
+    code out working, unchanged: its lines are the course's choice, not a leak.)"""
     found = []
-    for folder, dirs, files in os.walk(os.path.join(root, "mytorch")):
+    for folder, dirs, files in os.walk(os.path.join(REPO, "mytorch")):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        found += [os.path.join(folder, n) for n in sorted(files) if n.endswith(".py")]
-    notebooks = os.path.join(root, "notebooks")
-    if os.path.isdir(notebooks):
-        found += [os.path.join(notebooks, n) for n in sorted(os.listdir(notebooks)) if n.endswith(".ipynb")]
+        for name in sorted(n for n in files if n.endswith(".py")):
+            path = os.path.join(folder, name)
+            shipped = os.path.join(build, os.path.relpath(path, REPO))
+            if not os.path.isfile(shipped) or _read(shipped) != _read(path):
+                found.append(path)
+    notebooks = os.path.join(build, "notebooks")
+    found += [os.path.join(REPO, "notebooks", n) for n in sorted(os.listdir(notebooks))
+              if n.endswith(".ipynb") and os.path.isfile(os.path.join(REPO, "notebooks", n))]
     return found
 
 
@@ -314,7 +325,7 @@ def build_site(out, config=None, solutions=False, cache_dir=None, keep_work=Fals
 
     check_no_markers(out)                              # in either edition: markers are never shown
     if not solutions:
-        check_site_leaks(_solution_sources(REPO), out)
+        check_site_leaks(_solution_sources(build), out)
     if not keep_work:
         shutil.rmtree(work)
     return out, execution_seconds
