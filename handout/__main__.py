@@ -1,9 +1,11 @@
 """python -m handout build [--out DIR] [--config FILE] [--solutions] [--force]
 python -m handout gradescope [--out DIR] [--config FILE] [--fixed-cases] [--force]
+python -m handout site [--out DIR] [--config FILE] [--solutions]
 python -m handout tables [--config FILE]      (rewrite the assignment's point tables in this repository)"""
 import argparse
 import os
 import sys
+import time
 
 from handout import sections
 from handout.build import HERE, BuildError, build_gradescope, build_handout, load
@@ -45,8 +47,11 @@ def main(argv=None):
     gradescope.add_argument("--fixed-cases", action="store_true",
                             help="build without the solution: every submission is graded on the stored cases, "
                                  "which the students hold")
+    site = commands.add_parser("site", help="the course website, built from the handout (DIR/index.html)")
+    site.add_argument("--out", default="build/site", metavar="DIR")
+    site.add_argument("--solutions", action="store_true", help="the instructor's site, with the solutions")
     tables = commands.add_parser("tables", help="rewrite the point tables of handout/assignment/ from the course")
-    for command in (student, gradescope, tables):
+    for command in (student, gradescope, site, tables):
         command.add_argument("--config", default=None, metavar="FILE", help="the course (default: course.toml)")
     for command in (student, gradescope):
         command.add_argument("--force", action="store_true",
@@ -58,6 +63,12 @@ def main(argv=None):
             out, archive, regions = build_handout(args.out, args.config, args.force, solutions=released)
             kind = "Handout with the notebooks' derivations" if released else "Student handout"
             print(f"{kind} in {out} ({regions} solution regions replaced by TODOs); zip: {archive}")
+        elif args.command == "site":
+            from handout.site import build_site            # needs the site extra: pip install -e '.[site]'
+            started = time.monotonic()
+            out, _ = build_site(args.out, config=args.config, solutions=args.solutions)
+            print(f"Course site in {out}: open {os.path.join(out, 'index.html')} "
+                  f"({time.monotonic() - started:.0f} s)")
         elif args.command == "gradescope":
             out, archive = build_gradescope(args.out, args.with_solution, args.config, args.force, args.fixed_cases)
             fresh = os.path.isdir(os.path.join(out, "solution"))
