@@ -2,6 +2,7 @@
 the attacks of tests/securitykit.py plus a batch whose one submission attacks the others and the grader.
 Skipped, with the reason, when not root or when the Python cannot be built."""
 import json
+import csv
 import os
 import pwd
 import secrets
@@ -312,8 +313,9 @@ def _batch(subs, run_as, python, temp, jobs=2, extra_env=None, extra=()):
 
 
 def _scores(subs):
-    with open(os.path.join(subs, "scores.csv")) as f:
-        return {line.split(",")[0]: float(line.split(",")[-1]) for line in f.read().splitlines()[1:]}
+    """{submission: total} from the batch's scores table."""
+    with open(os.path.join(subs, "grading", "scores.csv"), newline="") as f:
+        return {row["submission"]: float(row["total"]) for row in csv.DictReader(f)}
 
 
 def test_batch_pool_keeps_concurrent_submissions_apart(sandbox_user):
@@ -337,7 +339,7 @@ def test_batch_pool_keeps_concurrent_submissions_apart(sandbox_user):
     scores = _scores(subs)
     assert scores["alice"] == scores["carol"] == scores["erin"] == 100
     assert scores["mallory"] < 100 and scores["dave"] == 0
-    with open(os.path.join(subs, "scores.csv")) as f:
+    with open(os.path.join(subs, "grading", "scores.csv")) as f:
         assert "dave" in f.read()
     assert os.listdir(temp) == []
     for user in users:
