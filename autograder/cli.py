@@ -117,13 +117,10 @@ def resolve_python(parser, path, user=None):
         parser.error(f"--python: {path} is not an executable file")
     python = os.path.abspath(path) if path is not None else None
     if user is not None:
-        def become():
-            os.setgroups([])
-            os.setgid(user.pw_gid)
-            os.setuid(user.pw_uid)
         try:
             probe = subprocess.run([python or sys.executable, "-I", "-c", "import numpy"], cwd="/",
-                                   stdin=subprocess.DEVNULL, capture_output=True, preexec_fn=become, timeout=60)
+                                   stdin=subprocess.DEVNULL, capture_output=True, preexec_fn=interpreter.as_user(user),
+                                   timeout=60)
             problem = probe.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] if probe.returncode else None
         except (OSError, subprocess.SubprocessError) as error:
             problem = [str(error)]
