@@ -3,7 +3,8 @@
     python -m autograder [PART ...] [--verbose] [--json PATH] [--gradescope] [--timeout S] [--memory MB]
                          [--submission DIR] [--fresh-seed [SEED]] [--solution DIR] [--jobs N]
                          [--run-as USER] [--python PATH]
-    python -m autograder batch DIR [--run-as USER] [--jobs N] [--csv PATH] [--timeout S] [--fresh-seed [SEED]]
+    python -m autograder batch DIR [--run-as USER[,USER...]|'PREFIX*'] [--jobs N] [--csv PATH] [--timeout S]
+                               [--fresh-seed [SEED]]
     python -m autograder handin [--submission DIR] [--out handin.tar]
     python -m autograder gradescope [--root /autograder]      (Gradescope's run_autograder calls this)
 

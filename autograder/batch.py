@@ -12,8 +12,8 @@ see ``identities``): every reference is read once before any student code runs; 
 ``mytorch`` is copied first into a folder of the grader's that only the user grading it may read, and student
 code runs on that copy; submissions graded at the same time run as different users, and a user's processes,
 IPC objects and temporary files are gone before it grades the next one. No sandbox user can write the
-copies, the grader's code and reference data, or the Python that runs student code (both checked before
-starting), nor the CSV, which the grader writes at the end. One submission that breaks anything (a copy
+copies, the grader's code and reference data, the solution or the Python that runs student code (checked
+before starting), nor the CSV, which the grader writes at the end. One submission that breaks anything (a copy
 refused, a tree too deep, a fault of the grader) scores 0 with the reason; the others are graded. Without
 ``--run-as`` it says plainly that there is no isolation.
 """
@@ -113,7 +113,7 @@ def stage(source, folder):
         copy = isolation.private_copy(source, os.path.join(folder, "mytorch"))
         os.chmod(folder, 0o700)
         return copy
-    except (OSError, isolation.CopyError, tree.TreeError) as error:
+    except Exception as error:                            # whatever it is, this submission's alone
         return error
 
 

@@ -38,7 +38,8 @@ def add_common(parser):
                         help="folder holding the instructor's solution mytorch (default: this checkout)")
     parser.add_argument("--jobs", type=int, default=None, metavar="N", help="parallel child processes")
     parser.add_argument("--run-as", default=None, metavar="USER",
-                        help="run student code as this unprivileged user (needs root)")
+                        help="run student code as this unprivileged user (needs root); batch also takes "
+                             "USER1,USER2,... or 'PREFIX*' (users it makes and deletes): one per submission")
     parser.add_argument("--python", default=None, metavar="PATH",
                         help="the Python (with numpy) that runs student code; with --run-as that user must be "
                              "able to run it (default: this Python)")
@@ -106,13 +107,10 @@ def resolve_python(parser, path, user=None):
         parser.error(f"--python: {path} is not an executable file")
     python = os.path.abspath(path) if path is not None else None
     if user is not None:
-        def become():
-            os.setgroups([])
-            os.setgid(user.pw_gid)
-            os.setuid(user.pw_uid)
         try:
             probe = subprocess.run([python or sys.executable, "-I", "-c", "import numpy"], cwd="/",
-                                   stdin=subprocess.DEVNULL, capture_output=True, preexec_fn=become, timeout=60)
+                                   stdin=subprocess.DEVNULL, capture_output=True, preexec_fn=interpreter.as_user(user),
+                                   timeout=60)
             problem = probe.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] if probe.returncode else None
         except (OSError, subprocess.SubprocessError) as error:
             problem = [str(error)]

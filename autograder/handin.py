@@ -11,16 +11,19 @@ import os
 import sys
 import tarfile
 
-from autograder import grade, report
+from autograder import grade, report, tree
 from autograder.cli import default_submission
 
 
 def files_to_hand_in(root):
+    """The regular files to pack (links are left out: the grader refuses them), paths relative to ``root``."""
     chosen = []
     for top, pattern in (("mytorch", ".py"), ("notebooks", ".ipynb")):
-        for folder, dirs, files in os.walk(os.path.join(root, top)):
-            dirs[:] = sorted(d for d in dirs if d != "__pycache__" and not d.startswith("."))
-            chosen += [os.path.relpath(os.path.join(folder, f), root) for f in sorted(files) if f.endswith(pattern)]
+        if not os.path.isdir(os.path.join(root, top)):
+            continue
+        for folder, _, dirs, files in tree.walk(os.path.join(root, top)):
+            dirs[:] = [d for d in dirs if d != "__pycache__" and not d.startswith(".")]
+            chosen += [os.path.normpath(os.path.join(top, folder, f)) for f in files if f.endswith(pattern)]
     return chosen
 
 
@@ -31,7 +34,10 @@ def main(argv):
     parser.add_argument("--no-grade", action="store_true", help="pack without grading locally first")
     args = parser.parse_args(argv)
     root = os.path.abspath(args.submission or default_submission())
-    files = files_to_hand_in(root)
+    try:
+        files = files_to_hand_in(root)
+    except (OSError, tree.TreeError) as error:
+        parser.error(f"cannot pack {root}: {error}")
     if not any(f.startswith("mytorch" + os.sep) for f in files):
         parser.error(f"no mytorch package in {root}")
     console = report.Console()

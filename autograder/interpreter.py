@@ -24,7 +24,8 @@ REPORT = ("import json, sys; print(json.dumps([sys.prefix, sys.exec_prefix, sys.
           "sys.base_exec_prefix] + [p for p in sys.path if p]))")
 
 
-def _as(user):
+def as_user(user):
+    """A preexec_fn that drops to ``user`` (a pwd entry) before the program starts."""
     def become():
         os.setgroups([])
         os.setgid(user.pw_gid)
@@ -37,7 +38,7 @@ def reported_paths(python, user):
     (untrusted: only absolute paths of existing folders are kept)."""
     try:
         probe = subprocess.run([python, "-I", "-c", REPORT], cwd="/", stdin=subprocess.DEVNULL, capture_output=True,
-                               preexec_fn=_as(user), timeout=60)
+                               preexec_fn=as_user(user), timeout=60)
         paths = json.loads(probe.stdout.decode("utf-8", "replace")[-(1 << 16):] or "[]")
     except (OSError, subprocess.SubprocessError, ValueError):
         return []
