@@ -182,7 +182,8 @@ def main_grade(argv):
     results_path = args.json or (GRADESCOPE_RESULTS if args.gradescope else None)
     start = time.monotonic()
     results = []
-    console, progress = report.Console(), report.Progress(report.Console(sys.stderr), len(parts))
+    console, progress = report.Console(), report.Progress(report.Console(sys.stderr), len(parts),
+                                                               [p.number for p in parts])
     reaper.become_subreaper()
     if results_path:                                      # before any student code runs
         write_results(results_path, report.gradescope(

@@ -23,6 +23,8 @@ import re
 
 import numpy as np
 
+from autograder import places
+
 RTOL, ATOL = 1e-6, 1e-8
 
 
@@ -151,8 +153,7 @@ ELEMENTWISE = ("`@` is a matrix product: an elementwise product (⊙ in the equa
                "in NumPy")
 MATMUL_EITHER = ("the inner sizes of `@` must agree, (N, k) @ (k, M): either one side needs a transpose "
                  "(weights are stored (out, in): x @ W.T), or the equation means an elementwise product, `*`")
-LAYER_ORDER = ("in BPTT the gradient added to layer l's h is the dx that layer l + 1 just returned: at each "
-               "step walk the layers from the top down, reversed(range(num_layers))")
+LAYER_ORDER = places.LAYER_ORDER
 TRANSPOSED_RETURN = ("one array here is the transpose of the other: a gradient came back (H, N) instead of "
                      "(N, H); check the order of the matrix product that makes it (da @ W, not (da @ W).T)")
 WEIGHT_GRAD_TRANSPOSED = ("a weight's gradient has the weight's own shape (out, in): for the term x @ W.T of "
@@ -194,7 +195,7 @@ def error_hints(error, where="", sequence=False):
             and shapes.group(1) != shapes.group(2):
         hints.append(WEIGHT_GRAD_TRANSPOSED if re.search(r"\bg(rads?)?\[[^\]]+\]\s*\+?=", line) else TRANSPOSED_RETURN)
     elif "operands could not be broadcast" in error:
-        if sequence and "_route" in where:              # a gradient of layer l's width met layer l+1's
+        if sequence and ("_backward_direction" in where or " in backward: " in where):              # a gradient of layer l's width met layer l+1's
             hints.append(LAYER_ORDER)
         else:
             hints.append("two arrays of incompatible shapes met in an elementwise operation: print their "

@@ -6,6 +6,7 @@ the cell or layer, feeds the case's inputs, and collects what comes back (plus w
 was, which inputs or parameters were changed in place, and where an error was raised). Judging happens in the
 parent.
 """
+import importlib.util
 import json
 import linecache
 import os
@@ -13,6 +14,19 @@ import traceback
 import warnings
 
 import numpy as np
+
+
+
+def _beside(name):
+    """A grader module next to this file, loaded by path (as worker.py loads this one: before student code)."""
+    spec = importlib.util.spec_from_file_location(f"_autograder_{name}",
+                                                  os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+places = _beside("places")          # where a student's BPTT decides what a recognised mistake changes
 
 COURSE = ("Wrx", "Wzx", "Wnx", "Wrh", "Wzh", "Wnh", "brx", "bzx", "bnx", "brh", "bzh", "bnh")
 
@@ -177,6 +191,7 @@ def sequence_case(mytorch, config, inputs, out):
     layer = getattr(mytorch.nn, config["layer"])(config["I"], config["H"], num_layers=L,
                                                  batch_first=config["batch_first"], **options)
     layer.fast_path = False                             # grade the per-step loop the student wrote
+    out.layer = layer
     params = _params(inputs)
     layer.load_state_dict({k: v.copy() for k, v in params.items()})
     lengths = {} if config.get("lengths") is None else {"lengths": np.array(config["lengths"])}
@@ -269,6 +284,12 @@ def ctc_case(mytorch, config, inputs, out):
             put("loss", _as_number(value))
         else:
             put("dY", loss.backward())
+    elif task == "torch_loss":                            # mytorch.nn.CTCLoss, PyTorch's semantics
+        loss = importlib.import_module("mytorch.nn.ctc").CTCLoss(blank=0, reduction=config["reduction"],
+                                                                 zero_infinity=config["zero_infinity"])
+        put("loss", _as_number(loss(inputs["log_probs"], inputs["targets"], inputs["input_lengths"],
+                                    inputs["target_lengths"])))
+        put("grad", loss.backward())
     elif task == "greedy":
         symbols = config["symbol_set"]
         path, prob = course.GreedySearchDecoder(symbols).decode(inputs["y_probs"])
@@ -292,6 +313,7 @@ class CaseResult:
     def __init__(self):
         self.record = Recorder()
         self.status, self.error, self.where, self.mutated, self.warnings = "ok", "", "", [], []
+        self.layer = None                # a sequence case's layer: its BPTT lines are reported (places.find)
 
 
 # Provided code a student does not write: an error raised there is reported at the student's line that
@@ -299,8 +321,8 @@ class CaseResult:
 PROVIDED_FILES = {"mytorch/nn/cell.py", "mytorch/nn/module.py", "mytorch/functional.py", "mytorch/nn/init.py",
                   "mytorch/grad_mode.py"}
 PROVIDED_FUNCTIONS = {("mytorch/nn/recurrent.py", f) for f in (
-    "forward", "backward", "_parts", "_as_state", "_h", "_keep", "_route", "_plus", "_zeros_for_none", "_live",
-    "_initial_state_grads", "_time_major", "_layout", "_lengths", "_split_states", "_public_states")}
+    "_parts", "_as_state", "_h", "_start_state", "_zeros_for_none", "_initial_state_grads", "_time_major", "_layout",
+    "_lengths", "_split_states", "_public_states")}
 PROVIDED_FUNCTIONS |= {("mytorch/nn/gru_block_cell.py", "_check_op"), ("mytorch/nn/tgru_cell.py", "_draw"),
                        ("mytorch/nn/tgru_cell.py", "_initialisers")}
 
@@ -409,6 +431,7 @@ def run_case(mytorch, root, config, inputs):
     for name, value in originals.items():
         if not np.array_equal(inputs[name], value):
             result.mutated.append(f"input {name}")
+    result.places = places.find(result.layer, root) if result.layer is not None else {}
     return result
 
 
@@ -420,5 +443,6 @@ def run(mytorch, root, configs, inputs_list):
         for name, value in result.record.arrays.items():
             arrays[f"{k}:{name}"] = value
         report.append({"status": result.status, "error": result.error, "where": result.where,
-                       "types": result.record.types, "mutated": result.mutated, "warnings": result.warnings})
+                       "types": result.record.types, "mutated": result.mutated, "warnings": result.warnings,
+                       "places": result.places})
     return arrays, json.dumps(report)

@@ -14,7 +14,7 @@ and the student's line it was raised at.
 """
 import re
 
-from autograder import compare
+from autograder import compare, places
 from autograder.driver import PROVIDED_FILES, PROVIDED_FUNCTIONS     # plain tables; imported now, never after
                                                                     # student code has run (it may edit the file)
 
@@ -86,8 +86,10 @@ def _error_case(header, report, sequence):
     first_line = error.splitlines()[0] if error else "failed"
     first_line = first_line if len(first_line) <= 160 else first_line[:159] + "…"
     place = f" (at {where.split(': ', 1)[0]})" if where else ""
-    return CaseVerdict(False, header, lines, f"{header}: {first_line}{place}",
-                       compare.error_hints(error, where, sequence))
+    hints = compare.error_hints(error, where, sequence)
+    if sequence:
+        hints = [_placed(hint, report.get("places")) for hint in hints]
+    return CaseVerdict(False, header, lines, f"{header}: {first_line}{place}", hints)
 
 
 def judge_case(k, config, expected, variants, report, arrays, verbose=False):
@@ -122,6 +124,8 @@ def judge_case(k, config, expected, variants, report, arrays, verbose=False):
             hints += verdict.hints
     if not failures:
         return CaseVerdict(True, header, [f"{header}: passed"] if verbose else [])
+    if sequence:
+        hints = [_placed(hint, report.get("places")) for hint in hints]
     shown = failures if verbose else failures[:SHOWN_ARRAYS]
     more = [] if len(shown) == len(failures) else [f"  … and {len(failures) - len(shown)} more arrays differ "
                                                    "(--verbose shows all)"]
@@ -130,6 +134,17 @@ def judge_case(k, config, expected, variants, report, arrays, verbose=False):
     first = first if len(first) <= 100 else first[:99] + "…"
     others = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
     return CaseVerdict(False, header, lines, f"{header}: {first}{others}", hints)
+
+
+def _placed(hint, found):
+    """A recognised BPTT mistake's hint with the student's line it names (``places``; the child's text)."""
+    name, text = hint if isinstance(hint, tuple) else (None, hint)
+    key = places.PLACE_OF.get(text)
+    where = _text(found.get(key), 300) if key and isinstance(found, dict) else ""
+    if not where:
+        return hint
+    text = f"{text}; look at {where}"
+    return (name, text) if name is not None else text
 
 
 def _message(verdicts, verbose):

@@ -10,7 +10,7 @@ import dataclasses
 import os
 import re
 
-from autograder import compare
+from autograder import compare, places
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,21 +66,18 @@ LSTM_NO_C_PATH = ("these gradients are what dropping the path from h' to c' woul
 LSTM_GATE_ORDER = ("these values are what the gates read in another order would give: torch.nn.LSTMCell stacks "
                    "them i, f, g, o (rows 0:H, H:2H, 2H:3H, 3H:4H of the weights), the same order in forward "
                    "and in the gradient")
-IGNORES_LENGTHS = ("these values are what running past each sequence's end would give: at a padded step "
-                   "(t >= lengths[n]) the state must stay as it was (self._keep) and the output be zero")
+IGNORES_LENGTHS = places.IGNORES_LENGTHS
+IGNORES_LENGTHS_BACKWARD = places.IGNORES_LENGTHS_BACKWARD
 X_AT_W = ("these values are what x @ W_ih would give instead of x @ W_ih.T (with I = H both run): weights are "
           "stored (out, in) as in PyTorch, so the input term is x @ W_ih.T")
 H_AT_W = ("these values are what h @ W_hh would give instead of h @ W_hh.T: W_hh is square (H, H), so no "
           "error shows it; weights are stored (out, in), so the recurrent term is h @ W_hh.T")
 DH_AT_WT = ("these values are what da @ W_hh.T would give instead of da @ W_hh: W_hh is square (H, H), so no "
             "error shows it; forward used h @ W_hh.T, so its gradient with respect to h is da @ W_hh")
-FUTURE_DROPPED = ("these values are what BPTT without the gradient from step t+1 would give: each layer's "
-                  "backward at step t gets the d_state its own backward at step t+1 returned, plus what "
-                  "comes from above")
-TIME_NOT_REVERSED = ("these values are what walking time forwards in backward would give: each cell's record "
-                     "is last-in first-out, so the steps go from the last down to 0, reversed(range(T))")
-ONLY_LAST_DY = ("these values are what using only the last step's dY would give: every Y[t] is an output, so "
-                "dY[t] joins the top layer's gradient at every step t")
+FUTURE_DROPPED = places.FUTURE_DROPPED
+TIME_NOT_REVERSED = places.TIME_NOT_REVERSED
+ONLY_LAST_DY = places.ONLY_LAST_DY
+DY_DROPPED = places.DY_DROPPED
 # hints recognised by transforming the reference or from an error (compare.py); a substring suffices
 TRANSPOSED = "the transpose of the expected array"
 SIGN = "opposite sign"
@@ -112,6 +109,9 @@ BLANKS_FIRST = ("this is what dropping blanks BEFORE merging repeats would give:
                 "drop blanks, so that 'a - a' decodes to 'aa' and 'a a' to 'a'")
 TIES_DROPPED = ("these are the scores of a beam that keeps only hypotheses strictly above the cutoff: keep every "
                 "hypothesis whose score is at least (>=) the beam_width-th best score")
+TORCH_GRAD_WITHOUT_SOFTMAX = ("these gradients are −Σ γ alone, the gradient with respect to log y with the "
+                              "log_softmax's part left out: PyTorch's ctc_loss returns y − Σ_{s: ext_s = c} γ[t, s] "
+                              "for log_probs (exp(log_probs) minus the class sums of γ)")
 DY_BY_BATCH = ("dY is the expected gradient divided by the batch size: the course's backward returns "
                "−Σ γ / y for each sequence, not divided by B, although its forward is a mean over the batch")
 
@@ -224,26 +224,30 @@ CATALOGUE = (
             ("7.2", "7.3")),
     Mistake("lstm-bias-grad-averaged", LSTM, 'grad["bias_hh"] += dA.sum(axis=0)', 'grad["bias_hh"] += dA.mean(axis=0)',
             ("7.2", "7.3"), BATCH_MEAN),
-    # ---- BPTT through the sequence layer: each recognised in one line, from the values or the error
-    Mistake("seq-no-gradient-from-the-future", SEQ, "d_state = self._plus(d_prev, d_skipped)",
-            "d_state = self._plus(self._zeros_for_none(cell, None, N), d_skipped)", ALL_SEQ, FUTURE_DROPPED,
-            variant=True),
-    Mistake("seq-layers-bottom-up", SEQ, "for layer in reversed(range(self.num_layers)):",
-            "for layer in range(self.num_layers):", ALL_SEQ, compare.LAYER_ORDER, variant=True),
-    Mistake("seq-time-not-reversed", SEQ, "for t in steps:\n            d_new, d_skipped",
-            "for t in range(T):\n            d_new, d_skipped", ALL_SEQ, TIME_NOT_REVERSED, variant=True),
-    Mistake("seq-only-last-dY", SEQ, "self._route(live[t], d_state, dY[t])",
-            "self._route(live[t], d_state, dY[t] if t == T - 1 else 0.0 * dY[t])", ALL_SEQ, ONLY_LAST_DY,
-            variant=True),
+    # ---- BPTT through the sequence layer: recognised from the values, located at the student's line (places.py)
+    Mistake("seq-no-gradient-from-the-future", SEQ,
+            "with_output = (self._parts(d_state)[0] + dY[t],) + self._parts(d_state)[1:]",
+            "with_output = (0.0 * self._parts(d_state)[0] + dY[t],) + tuple(0.0 * d for d in self._parts(d_state)[1:])",
+            ALL_SEQ, FUTURE_DROPPED, variant=True, located="line"),
+    Mistake("seq-layers-bottom-up", SEQ, "for layer in reversed(range(self.num_layers)):  ",
+            "for layer in range(self.num_layers):  # bottom-up  ", ALL_SEQ, compare.LAYER_ORDER, variant=True, located="line"),
+    Mistake("seq-time-not-reversed", SEQ, "steps = range(T) if reverse else reversed(range(T))",
+            "steps = reversed(range(T)) if reverse else range(T)  # as in forward", ALL_SEQ, TIME_NOT_REVERSED, variant=True,
+            located="line"),
+    Mistake("seq-only-last-dY", SEQ, "self._parts(d_state)[0] + dY[t],)",
+            "self._parts(d_state)[0] + (dY[t] if t == T - 1 else 0.0 * dY[t]),)", ALL_SEQ, ONLY_LAST_DY,
+            variant=True, located="line"),
     Mistake("seq-state-not-carried", SEQ, "new = cell.forward(X[t], state)", "new = cell.forward(X[t], state0)",
             ALL_SEQ),
-    Mistake("seq-output-gradient-dropped", SEQ, "self._route(live[t], d_state, dY[t])",
-            "self._route(live[t], d_state, 0.0)", ALL_SEQ),
-    Mistake("seq-ignores-lengths", SEQ, "state = self._keep(live[t], new, state)", "state = new", ("7.3",),
-            IGNORES_LENGTHS, variant=True),
-    Mistake("seq-unbatched-initial-state", SEQ, "parts = tuple(cell.initial_state_part(j, N) if part is None",
-            "parts = tuple((cell.initial_state_part(j, N) if batched else np.zeros(cell.state_widths[j])) "
-            "if part is None", ("6.1", "6.2", "6.3", "6.4", "6.5"), compare.UNBATCHED_NO_STATE),
+    Mistake("seq-output-gradient-dropped", SEQ, "self._parts(d_state)[0] + dY[t],)", "self._parts(d_state)[0],)",
+            ALL_SEQ, DY_DROPPED, variant=True, located="line"),
+    Mistake("seq-ignores-lengths", SEQ, "state = self._as_state(tuple(np.where(live[t], a, b)",
+            "state = new\n            _ = self._as_state(tuple(np.where(live[t], a, b)", ("7.3",),
+            IGNORES_LENGTHS, variant=True, located="line"),
+    Mistake("seq-backward-ignores-lengths", SEQ,
+            "d_new = self._as_state(tuple(np.where(live[t], d, 0.0) for d in with_output))",
+            "d_new = self._as_state(with_output)", ("7.3",), IGNORES_LENGTHS_BACKWARD, variant=True,
+            located="line"),
     # ---- the orientation of the weights: an error when I != H, recognised from the values when I == H
     Mistake("rnn-x-at-weight-untransposed", RNN, 'a = x @ p["weight_ih"].T', 'a = x @ p["weight_ih"]',
             ("1.1", "1.2", "6.1"), X_AT_W, variant=True, also=(TRANSPOSE_FIX,), located="line"),
@@ -309,6 +313,10 @@ CATALOGUE += (
     Mistake("ctc-backward-divided-by-batch", COURSE, "dY[:len(y), b] = -core.class_sums(ratio, ext, y.shape[1])",
             "dY[:len(y), b] = -core.class_sums(ratio, ext, y.shape[1]) / len(self.gammas)", ("8.6",), DY_BY_BATCH,
             variant=True),
+    Mistake("ctc-torch-gradient-without-softmax", CTC, "grad = np.exp(lp) - class_sums(gamma, ext, C + 1)[..., :C]",
+            "grad = -class_sums(gamma, ext, C + 1)[..., :C]", ("8.9",), TORCH_GRAD_WITHOUT_SOFTMAX, variant=True),
+    Mistake("ctc-torch-nll-from-last-blank", CTC, "nll = -_lse_last(np.where(final, la[-1], NEG_INF))",
+            "nll = -la[-1][..., 0]", ("8.9",)),
     Mistake("ctc-greedy-drops-blanks-first", DEC, "merged = [c for k, c in enumerate(path) if k == 0 or c != path[k - 1]]\n"
             "    return tuple(int(c) for c in merged if c != blank)",
             "kept = [c for c in path if c != blank]\n"

@@ -83,25 +83,37 @@ class Console:
 
 
 class Progress:
-    """One line per finished part on ``console`` (a live line, rewritten in place, on a terminal)."""
+    """One line per finished part on ``console`` (a live line, rewritten in place, on a terminal).
 
-    def __init__(self, console, total):
+    Parts are graded in parallel and finish in any order; with ``order`` (the part numbers as the table lists
+    them) each line waits for the parts before it, so the lines come in part order."""
+
+    def __init__(self, console, total, order=None):
         self.console, self.total, self.done = console, total, 0
+        self.order, self.waiting = list(order or ()), {}
         self.lock = threading.Lock()
 
     def __call__(self, result):
         with self.lock:
-            self.done += 1
-            mark = {"passed": "", "failed": "  ✗", "not implemented": "  (not implemented yet)",
-                    "error": "  ✗ error"}.get(result.status, "")
-            line = (f"[{self.done}/{self.total}] {result.part.number} {result.part.name}: "
-                    f"{result.score:g}/{result.part.points}{mark}")
-            line = self.console.spell(line)[:self.console.width - 1]
-            if self.console.tty:
-                self.console.stream.write("\r\033[K" + line)
-                self.console.stream.flush()
-            else:
-                self.console.print(line)
+            if result.part.number not in self.order:
+                self._show(result)
+                return
+            self.waiting[result.part.number] = result
+            while self.order and self.order[0] in self.waiting:
+                self._show(self.waiting.pop(self.order.pop(0)))
+
+    def _show(self, result):
+        self.done += 1
+        mark = {"passed": "", "failed": "  ✗", "not implemented": "  (not implemented yet)",
+                "error": "  ✗ error"}.get(result.status, "")
+        line = (f"[{self.done}/{self.total}] {result.part.number} {result.part.name}: "
+                f"{result.score:g}/{result.part.points}{mark}")
+        line = self.console.spell(line)[:self.console.width - 1]
+        if self.console.tty:
+            self.console.stream.write("\r\033[K" + line)
+            self.console.stream.flush()
+        else:
+            self.console.print(line)
 
     def finish(self):
         if self.console.tty and self.done:

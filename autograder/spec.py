@@ -81,33 +81,39 @@ CTC_PARTS = (
     Part("8.7", "CTC greedy search", 3, "ctc", "GreedySearchDecoder",
          (("greedy", 10, 3, (1, 1, 0, 1, 2, 0, 0, 2, 3, 3)), ("greedy", 15, 3, None), ("greedy", 1, 2, None),
           ("greedy", 12, 5, (0, 5, 5, 0, 5, 1, 1, 2, 0, 0, 4, 4)))),
-    Part("8.8", "CTC beam search", 7, "ctc", "BeamSearchDecoder",
+    Part("8.8", "CTC beam search", 5, "ctc", "BeamSearchDecoder",
          (("beam", 10, 3, 2, False), ("beam", 20, 4, 3, False), ("beam", 20, 5, 3, False), ("beam", 6, 2, 1, False),
           ("beam", 4, 2, 1, True), ("beam", 5, 3, 50, False))),
+    # what notebook 09 trains with: PyTorch's semantics (reductions, zero_infinity) and gradient for log_probs
+    Part("8.9", "CTC loss and gradient (PyTorch)", 2, "ctc", "CTCLoss",
+         (("torch_loss", 8, 3, 5, (8, 7, 5), (3, 4, 1), "mean", False),
+          ("torch_loss", 12, 2, 4, (12, 9), (5, 2), "sum", False),
+          ("torch_loss", 6, 2, 3, (6, 3), (2, 3), "none", True),           # sequence 2 has no alignment
+          ("torch_loss", 5, None, 4, (5,), (2,), "mean", False))),         # unbatched (T, C)
 )
 
 PARTS = (
     Part("1.1", "RNN cell forward", 4, "forward", "RNNCell", _cell_cases((3, 2, 4, {"nonlinearity": "relu"}, 1))),
-    Part("1.2", "RNN cell backward", 6, "backward", "RNNCell",
+    Part("1.2", "RNN cell backward", 5, "backward", "RNNCell",
          _cell_cases((3, 2, 4, {"nonlinearity": "relu"}, 1), LIFO)),
     Part("2.1", "GRU cell forward", 5, "forward", "GRUCell",
          ((None, 5, 2, {}, 1, "course"),) + _cell_cases(LARGE)),
-    Part("2.2", "GRU cell backward", 8, "backward", "GRUCell",
+    Part("2.2", "GRU cell backward", 7, "backward", "GRUCell",
          ((None, 5, 2, {}, 1, "course"),) + _cell_cases(LIFO, LARGE)),
     Part("3.1", "GRU block cell forward", 3, "forward", "GRUBlockCell", _cell_cases(LARGE)),
-    Part("3.2", "GRU block cell backward", 6, "backward", "GRUBlockCell", _cell_cases(LIFO, LARGE)),
+    Part("3.2", "GRU block cell backward", 5, "backward", "GRUBlockCell", _cell_cases(LIFO, LARGE)),
     Part("4.1", "GMU cell forward", 3, "forward", "GMUCell", _cell_cases(LARGE)),
-    Part("4.2", "GMU cell backward", 6, "backward", "GMUCell", _cell_cases(LIFO, LARGE)),
+    Part("4.2", "GMU cell backward", 5, "backward", "GMUCell", _cell_cases(LIFO, LARGE)),
     Part("5.1", "TGRU cell forward", 3, "forward", "TGRUCell",
          _cell_cases((2, 3, 4, {"train_state": True, "train_memory": True}, 1), LARGE)),
-    Part("5.2", "TGRU cell backward", 6, "backward", "TGRUCell",
+    Part("5.2", "TGRU cell backward", 5, "backward", "TGRUCell",
          _cell_cases((2, 3, 4, {"train_state": True, "train_memory": True}, 1),
                      (2, 3, 4, {"train_state": True, "train_memory": True}, 3), LARGE)),
-    Part("6.1", "BPTT: RNN sequence layer", 2, "sequence", "RNNCell", _sequence_cases()),
-    Part("6.2", "BPTT: GRU sequence layer", 2, "sequence", "GRUCell", _sequence_cases((3, 4, 2, {}, 1, 1, True))),
-    Part("6.3", "BPTT: GRU block sequence layer", 2, "sequence", "GRUBlockCell", _sequence_cases()),
-    Part("6.4", "BPTT: GMU sequence layer", 2, "sequence", "GMUCell", _sequence_cases((1, 4, 3, {}, 3, 2, True))),
-    Part("6.5", "BPTT: TGRU sequence layer", 2, "sequence", "TGRUCell",
+    Part("6.1", "BPTT: RNN sequence layer", 3, "sequence", "RNNCell", _sequence_cases()),
+    Part("6.2", "BPTT: GRU sequence layer", 3, "sequence", "GRUCell", _sequence_cases((3, 4, 2, {}, 1, 1, True))),
+    Part("6.3", "BPTT: GRU block sequence layer", 3, "sequence", "GRUBlockCell", _sequence_cases()),
+    Part("6.4", "BPTT: GMU sequence layer", 3, "sequence", "GMUCell", _sequence_cases((1, 4, 3, {}, 3, 2, True))),
+    Part("6.5", "BPTT: TGRU sequence layer", 3, "sequence", "TGRUCell",
          _sequence_cases((2, 3, 4, {"train_state": True, "train_memory": True}, 4, 2, False))),
     Part("7.1", "LSTM cell forward", 4, "forward", "LSTMCell", _cell_cases((3, 4, 5, {"proj_size": 2}, 1), LARGE)),
     Part("7.2", "LSTM cell backward", 6, "backward", "LSTMCell",
@@ -302,6 +308,20 @@ def make_ctc_case(rng, part, shape):
                       target_lengths=np.array(target_lengths, dtype=np.int64))
         config["describe"] = (f"T={T}, B={B}, C={C}, input_lengths {list(input_lengths)}, target_lengths "
                               f"{list(target_lengths)}" + (", a long sequence" if T >= 100 else ""))
+    elif task == "torch_loss":
+        _, T, B, C, input_lengths, target_lengths, reduction, zero_infinity = shape
+        scores = rng.standard_normal((T, B or 1, C)) * 1.5
+        log_probs = scores - np.log(np.exp(scores).sum(axis=2, keepdims=True))
+        target = np.zeros((B or 1, max(target_lengths)), dtype=np.int64)
+        for b, length in enumerate(target_lengths):
+            target[b, :length] = _labels(rng, length, C, 0)
+        inputs.update(log_probs=log_probs if B else log_probs[:, 0], targets=target if B else target[0],
+                      input_lengths=np.array(input_lengths, dtype=np.int64),
+                      target_lengths=np.array(target_lengths, dtype=np.int64))
+        config.update(reduction=reduction, zero_infinity=zero_infinity,
+                      describe=f"T={T}, " + (f"N={B}" if B else "unbatched") + f", C={C}, input_lengths "
+                               f"{list(input_lengths)}, target_lengths {list(target_lengths)}, reduction="
+                               f"'{reduction}'" + (", zero_infinity" if zero_infinity else ""))
     elif task == "greedy":
         _, T, K, planted = shape
         scores = rng.uniform(0.0, 1.0, (K + 1, T))

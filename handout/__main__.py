@@ -1,4 +1,4 @@
-"""python -m handout build [--out DIR] | python -m handout gradescope [--out DIR] [--with-solution]
+"""python -m handout build [--out DIR] [--solutions] | python -m handout gradescope [--out DIR] [--with-solution]
 | python -m handout site [--out DIR] [--config FILE] [--solutions]"""
 import argparse
 import os
@@ -14,6 +14,9 @@ def main(argv=None):
     student = commands.add_parser("build", help="the student version (mytorch with TODOs, notebooks, grader, "
                                                 "assignment) and its zip")
     student.add_argument("--out", default="build/handout", metavar="DIR")
+    student.add_argument("--solutions", action="store_true",
+                         help="release the notebooks' derivations (after the deadline); solution regions are "
+                              "stripped all the same")
     gradescope = commands.add_parser("gradescope", help="Gradescope's autograder zip (setup.sh, run_autograder)")
     gradescope.add_argument("--out", default="build/gradescope", metavar="DIR")
     gradescope.add_argument("--with-solution", action="store_true",
@@ -25,8 +28,9 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         if args.command == "build":
-            out, archive, regions = build_handout(args.out)
-            print(f"Student handout in {out} ({regions} solution regions replaced by TODOs); zip: {archive}")
+            out, archive, regions = build_handout(args.out, solutions=args.solutions)
+            kind = "Handout with the notebooks' derivations" if args.solutions else "Student handout"
+            print(f"{kind} in {out} ({regions} solution regions replaced by TODOs); zip: {archive}")
         elif args.command == "site":
             from handout.site import build_site            # needs the site extra: pip install -e '.[site]'
             started = time.monotonic()

@@ -1,13 +1,22 @@
 """Build the student handout and the Gradescope autograder from this repository.
 
-    python -m handout build [--out build/handout]          the student version, and OUT.zip
+    python -m handout build [--out build/handout] [--solutions]    the student version, and OUT.zip
     python -m handout gradescope [--out build/gradescope] [--with-solution]    Gradescope's autograder zip
 
 Student version: ``mytorch/`` with every solution region replaced by a TODO; ``notebooks/`` stripped the same
-way with outputs cleared; ``autograder/`` with its reference data but without the generator and the mistake
+way with outputs cleared, and each derivation held back (below); ``autograder/`` with its reference data but without the generator and the mistake
 catalogue; the written assignment; a student README and setup.py. Nothing with a solution in it is copied:
 the build fails if a ``BEGIN SOLUTION`` marker survives anywhere in the output, or if a non-trivial line of a
-solution region appears anywhere in it outside its TODO (see ``handout.leaks``).
+solution region appears anywhere in it outside its TODO (see ``handout.leaks``), or if an equation of a graded
+backward appears in its Markdown or LaTeX (see ``handout.equations``).
+
+Derivations: a notebook cell that derives or computes a graded quantity carries the cell tag ``derivation``,
+and is followed by one or more cells tagged ``exercise`` that say what to derive, the shapes, and which check
+(a gradcheck against the student's own code) tells when it is right. The student version drops the
+``derivation`` cells and keeps the ``exercise`` cells. ``solutions=True`` (``--solutions``; the course's
+``release_solutions``) is the version for after the deadline: the ``derivation`` cells kept and their
+``exercise`` cells dropped. Solution regions are stripped all the same, in ``mytorch/`` and in the notebooks:
+they are the graded code, and the leak check on code lines still holds.
 
 Gradescope version: ``setup.sh`` and ``run_autograder`` at the root, the grader, and with ``--with-solution``
 the solution ``mytorch`` under ``solution/`` so that every submission is graded on fresh cases
@@ -18,6 +27,7 @@ import json
 import os
 import shutil
 
+from handout.equations import backward_equations, find_equation_leaks
 from handout.leaks import find_leaks, solution_lines
 from handout.markers import MarkerError, strip_source
 
@@ -58,19 +68,48 @@ def strip_tree(src, dst, pattern=".py", sources=None):
     return count
 
 
-def strip_notebook(path, target):
-    """A notebook with solution regions replaced in its code cells, and every output cleared."""
+DERIVATION, EXERCISE = "derivation", "exercise"
+
+
+def _tags(cell):
+    tags = cell.get("metadata", {}).get("tags", [])
+    return set(tags) if isinstance(tags, list) else set()
+
+
+def check_derivations(cells, where):
+    """Every run of ``derivation`` cells is followed by an ``exercise`` cell, so nothing is held back without
+    the exercise that replaces it."""
+    for index, cell in enumerate(cells):
+        if DERIVATION in _tags(cell):
+            following = next((c for c in cells[index + 1:] if DERIVATION not in _tags(c)), None)
+            if following is None or EXERCISE not in _tags(following):
+                raise BuildError(f"{where} (cell {index + 1}): a cell tagged '{DERIVATION}' must be followed by a "
+                                 f"cell tagged '{EXERCISE}' (what to derive, the shapes, the check)")
+
+
+def strip_notebook(path, target, solutions=False):
+    """A notebook with solution regions replaced in its code cells, derivations held back, every output cleared.
+
+    With ``solutions``: derivations kept in place of their exercise cells (see the module docstring)."""
     with open(path, encoding="utf-8") as f:
         notebook = json.load(f)
-    count = 0
-    for index, cell in enumerate(notebook.get("cells", [])):
+    where = os.path.relpath(path, REPO)
+    cells = notebook.get("cells", [])
+    check_derivations(cells, where)
+    count, kept = 0, []
+    for index, cell in enumerate(cells):
+        tags = _tags(cell)
+        if (DERIVATION in tags and not solutions) or (EXERCISE in tags and solutions):
+            continue
+        kept.append(cell)
         if cell.get("cell_type") != "code":
             continue
         source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-        stripped, n = strip_source(source, f"{os.path.relpath(path, REPO)} (cell {index + 1})", require_function=False)
+        stripped, n = strip_source(source, f"{where} (cell {index + 1})", require_function=False)
         count += n
         cell["source"] = stripped
         cell["outputs"], cell["execution_count"] = [], None
+    notebook["cells"] = kept
     os.makedirs(os.path.dirname(target), exist_ok=True)
     with open(target, "w", encoding="utf-8") as f:
         json.dump(notebook, f, indent=1, ensure_ascii=False)
@@ -96,8 +135,9 @@ def check_no_markers(root):
                 raise BuildError(f"{os.path.relpath(path, root)} still holds a solution marker")
 
 
-def check_no_leaks(sources, root):
-    """A build error if a non-trivial line of a solution region of ``sources`` appears anywhere under ``root``."""
+def check_no_leaks(sources, root, equations=True):
+    """A build error if a non-trivial line of a solution region of ``sources`` appears anywhere under ``root``,
+    or (``equations``) an equation of a graded backward in its Markdown or LaTeX."""
     found = find_leaks(solution_lines(sources), root)
     if found:
         shown = "\n".join(f"  {os.path.relpath(source, REPO)}: `{line}` is also in {where}"
@@ -105,6 +145,14 @@ def check_no_leaks(sources, root):
         more = f"\n  … and {len(found) - 10} more" if len(found) > 10 else ""
         raise BuildError(f"{len(found)} solution line(s) would reach students outside their TODO "
                          f"(rewrite the other use, e.g. check the exercise against the library instead):\n"
+                         f"{shown}{more}")
+    found = find_equation_leaks(backward_equations(sources), root) if equations else []
+    if found:
+        shown = "\n".join(f"  {os.path.relpath(source, REPO)}: `{equation}` is written out in {where}"
+                          for source, equation, where in found[:10])
+        more = f"\n  … and {len(found) - 10} more" if len(found) > 10 else ""
+        raise BuildError(f"{len(found)} equation(s) of a graded backward would reach students (tag the cell "
+                         f"'{DERIVATION}' and follow it by an '{EXERCISE}' cell, or rewrite the page):\n"
                          f"{shown}{more}")
 
 
@@ -116,8 +164,10 @@ def _fresh(out):
     return out
 
 
-def build_handout(out):
-    """The student version in ``out`` and ``out.zip``; returns (out, zip path, number of regions stripped)."""
+def build_handout(out, solutions=False):
+    """The student version in ``out`` and ``out.zip``; returns (out, zip path, number of regions stripped).
+
+    ``solutions``: the notebooks' derivations released (see the module docstring)."""
     out = _fresh(out)
     sources = []                                   # every file whose regions were stripped
     try:
@@ -127,7 +177,8 @@ def build_handout(out):
             for name in sorted(os.listdir(notebooks)):
                 if name.endswith(".ipynb"):
                     sources.append(os.path.join(notebooks, name))
-                    regions += strip_notebook(os.path.join(notebooks, name), os.path.join(out, "notebooks", name))
+                    regions += strip_notebook(os.path.join(notebooks, name), os.path.join(out, "notebooks", name),
+                                              solutions)
                 elif name.endswith((".py", ".md")) and not name.startswith("."):
                     shutil.copy(os.path.join(notebooks, name), os.path.join(out, "notebooks", name))
     except MarkerError as error:
@@ -137,7 +188,7 @@ def build_handout(out):
     for name in ("README.md", "setup.py"):
         shutil.copy(os.path.join(HERE, "student", name), os.path.join(out, name))
     check_no_markers(out)
-    check_no_leaks(sources, out)
+    check_no_leaks(sources, out, equations=not solutions)
     archive = shutil.make_archive(out, "zip", root_dir=os.path.dirname(out), base_dir=os.path.basename(out))
     return out, archive, regions
 

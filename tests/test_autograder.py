@@ -6,7 +6,7 @@ import tarfile
 
 import pytest
 
-from autograder import compare, grade, mistakes, spec
+from autograder import compare, grade, mistakes, places, spec
 from tests.graderkit import REPO, check_gradescope, load_results, make_submission, run_cli
 
 
@@ -105,9 +105,18 @@ def test_catalogue_is_large_and_covers_the_hint_list():
     texts = [m.hint for m in mistakes.CATALOGUE] + [t for m in mistakes.CATALOGUE for t in m.also]
     for hint in (mistakes.X_AT_W, mistakes.TRANSPOSE_FIX, mistakes.SQUEEZED, mistakes.STABLE, mistakes.HUNG,
                  mistakes.FUTURE_DROPPED, mistakes.TIME_NOT_REVERSED, mistakes.ONLY_LAST_DY, compare.LAYER_ORDER,
-                 compare.UNBATCHED_NO_STATE, mistakes.ZEROS_SHARED, compare.TRANSPOSED_RETURN):
+                 mistakes.DY_DROPPED, mistakes.IGNORES_LENGTHS, mistakes.IGNORES_LENGTHS_BACKWARD,
+                 mistakes.ZEROS_SHARED, compare.TRANSPOSED_RETURN):
         assert any(hint in text for text in texts), hint
     assert any(mistakes.NO_CACHE_FIELD in text for text in texts)
+
+
+def test_every_bptt_hint_is_shown_at_the_students_line():
+    """Each hint ``places`` knows has a mistake in the catalogue that the grader recognises from its values
+    and locates at the line it changed (the test above checks both on the grader's output)."""
+    for hint in places.PLACE_OF:
+        chosen = [m for m in mistakes.CATALOGUE if m.hint == hint]
+        assert chosen and all(m.variant and m.located == "line" and m.path == "nn/recurrent.py" for m in chosen), hint
 
 
 def test_equals_for_plus_equals_is_caught_for_every_parameter_of_every_cell():

@@ -40,6 +40,7 @@ def test_a_full_failing_run_fits_80_columns_and_shows_progress(failing_submissio
     progress = [line for line in lines_of(err) if line.startswith("[")]
     assert len(progress) == len(spec.PARTS)                   # one line per finished part
     assert progress[-1].startswith(f"[{len(spec.PARTS)}/{len(spec.PARTS)}] ")
+    assert [line.split()[1] for line in progress] == [p.number for p in spec.PARTS]     # in part order
     assert any(line.endswith("✗") for line in progress) and any("6/6" in line for line in progress)
 
 
@@ -184,3 +185,13 @@ def test_the_generator_knows_gradient_assignment_for_every_parameter():
             assert graded <= hinted, (part.number, graded - hinted)
             assert not any(n.startswith("after_step/") for n in expected)
     assert os.path.isdir(os.path.join(REPO, "autograder", "data"))
+
+
+def test_progress_lines_come_in_part_order_whatever_order_parts_finish_in():
+    stream = io.StringIO()
+    parts = spec.PARTS[:4]
+    progress = report.Progress(report.Console(stream, environ={"NO_COLOR": "1"}), 4, [p.number for p in parts])
+    for part in (parts[2], parts[0], parts[3], parts[1]):
+        progress(type("R", (), {"part": part, "score": 0, "status": "failed"})())
+    lines = stream.getvalue().splitlines()
+    assert [line.split()[:2] for line in lines] == [[f"[{k + 1}/4]", p.number] for k, p in enumerate(parts)]

@@ -1,14 +1,17 @@
 """The student handout and the Gradescope package: no solution leaks, the empty handout grades to zero without
 a traceback, putting the solution back restores full marks, and markers are validated."""
 import json
+import re
 import os
 import shutil
 import subprocess
 import sys
 import zipfile
 
+import numpy as np
 import pytest
 
+from autograder import spec
 from handout import build, leaks, markers
 from tests.graderkit import REPO, check_gradescope, load_results, run_cli
 
@@ -46,7 +49,8 @@ def test_no_solution_line_reaches_the_handout(built):
     for path, body in bodies:                  # every region has something to hide: the filter is not too kind
         assert any(not leaks.trivial(line) for line in body.splitlines()), (path, body)
     assert leaks.find_leaks(solutions, out) == []
-    assert sorted(os.listdir(os.path.join(out, "notebooks"))) == sorted(os.path.basename(p) for p in NOTEBOOKS)
+    assert sorted(os.listdir(os.path.join(out, "notebooks"))) == sorted([os.path.basename(p) for p in NOTEBOOKS]
+                                                                        + ["needs.py"])
     for folder, _, names in os.walk(out):
         assert "generate.py" not in names and "mistakes.py" not in names and "tests" not in folder
     with zipfile.ZipFile(archive) as z:
@@ -287,3 +291,201 @@ def test_cli_builds(tmp_path):
                           capture_output=True, text=True)
     assert proc.returncode == 0 and "solution regions replaced by TODOs" in proc.stdout
     assert (tmp_path / "h.zip").exists()
+
+
+# ---- derivations held back until released, and the equations of graded backwards
+
+from handout import equations  # noqa: E402
+
+
+def _cells(path):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)["cells"]
+
+
+def _tagged(cells, tag):
+    return [c for c in cells if tag in c.get("metadata", {}).get("tags", [])]
+
+
+@pytest.fixture(scope="module")
+def released(tmp_path_factory):
+    out, _, _ = build.build_handout(str(tmp_path_factory.mktemp("released") / "handout"), solutions=True)
+    return out
+
+
+def test_derivations_are_exercises_until_released(built, released):
+    out = built[0]
+    derived = [p for p in NOTEBOOKS if _tagged(_cells(p), build.DERIVATION)]
+    assert {os.path.basename(p)[:2] for p in derived} >= {"01", "02", "03", "04", "05", "08", "09"}
+    for path in NOTEBOOKS:
+        source, name = _cells(path), os.path.basename(path)
+        student, instructor = _cells(os.path.join(out, "notebooks", name)), _cells(os.path.join(released, "notebooks", name))
+        held = _tagged(source, build.DERIVATION)
+        assert _tagged(student, build.DERIVATION) == [] and len(student) == len(source) - len(held)
+        assert len(_tagged(student, build.EXERCISE)) == len(_tagged(source, build.EXERCISE))
+        assert _tagged(instructor, build.EXERCISE) == []
+        assert ["".join(c["source"]) for c in _tagged(instructor, build.DERIVATION)] == \
+            ["".join(c["source"]) for c in held]
+        for cell in _tagged(student, build.EXERCISE):           # each exercise names its check
+            text = "".join(cell["source"])
+            assert "right when" in text and any(k in text for k in ("gradcheck", "finite", "np.allclose")), (name, text)
+    # the same code regions are stripped in both versions
+    for name in ("02_gru_cell.ipynb", "08_lstm_cell.ipynb"):
+        assert "# END SOLUTION" not in open(os.path.join(released, "notebooks", name)).read()
+
+
+def test_no_equation_of_a_graded_backward_reaches_students(built, released):
+    found = equations.backward_equations(PY_SOURCES)
+    assert len(found) >= 20
+    files = {source.split(":")[0] for source, _, _ in found}
+    for cell in ("rnn_cell", "gru_cell", "gru_block_cell", "gmu_cell", "tgru_cell", "lstm_cell"):
+        assert any(f.endswith(f"nn/{cell}.py") for f in files), cell
+    assert equations.find_equation_leaks(found, built[0]) == []
+    # released, the derivations hold them: the LSTM's two paths into c', the GRU's gates
+    shown = {equation for _, equation, _ in equations.find_equation_leaks(found, released)}
+    assert "dc' ← dc' + dh_hat ⊙ o ⊙ (1 − tanh²(c'))" in shown and "dn = dh' ⊙ (1 − z)" in shown
+
+
+def _as_latex(equation):
+    """A comment's equation as a notebook would typeset it."""
+    text = equation.replace("⊙", r" \odot ").replace("ᵀ", r"^\top").replace("²", "^2").replace("−", "-")
+    text = text.replace("Σ_N", r"\sum_N ").replace("←", "=")
+    return re.sub(r"\bd(\w+)'?", lambda m: rf"\frac{{\partial L}}{{\partial {m.group(1)}}}", text)
+
+
+def test_every_backward_equation_planted_in_latex_is_caught(tmp_path):
+    found = equations.backward_equations(PY_SOURCES)
+    cells = [{"cell_type": "markdown", "metadata": {}, "source": f"So $${_as_latex(eq)}$$ follows."} for _, eq, _ in found]
+    (tmp_path / "nb").mkdir()
+    (tmp_path / "nb" / "n.ipynb").write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {},
+                                                         "cells": cells}))
+    assert [eq for _, eq, _ in equations.find_equation_leaks(found, str(tmp_path / "nb"))] == [eq for _, eq, _ in found]
+
+
+def test_a_planted_derivation_fails_the_build(tmp_path):
+    """Notebook 08's old Markdown, written by hand, in a page and in a notebook: the build refuses both."""
+    leak = (r"The total is $$\bar\delta_c = \delta_c + \frac{\partial L}{\partial \hat h} \odot o \odot "
+            r"\bigl(1 - \tanh^2(c')\bigr).$$ and $\partial L/\partial a_g = \partial L/\partial g \odot (1 - g^2)$")
+    for kind in ("page", "notebook"):
+        root = tmp_path / kind
+        if kind == "page":
+            (root / "assignment").mkdir(parents=True)
+            (root / "assignment" / "7-lstm-cell.md").write_text(f"# LSTM\n\n{leak}\n")
+        else:
+            (root / "notebooks").mkdir(parents=True)
+            (root / "notebooks" / "n.ipynb").write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {},
+                "cells": [{"cell_type": "markdown", "metadata": {}, "source": leak}]}))
+        with pytest.raises(build.BuildError) as error:
+            build.check_no_leaks(PY_SOURCES, str(root))
+        message = str(error.value)
+        assert message.startswith("2 equation(s) of a graded backward would reach students")
+        assert "mytorch/nn/lstm_cell.py:132: `dc' ← dc' + dh_hat ⊙ o ⊙ (1 − tanh²(c'))` is written out in" in message
+        assert "`da_g = dg ⊙ (1 − g²)`" in message
+
+
+@pytest.mark.parametrize("comment, latex", [
+    ("dn = dh' ⊙ (1 − z)", r"\partial L/\partial n = \delta \odot (1 - z)"),
+    ("da_m = dm ⊙ m(1 − m)", r"\frac{\partial L}{\partial a_m} = \frac{\partial L}{\partial m} \odot m(1 - m)"),
+    ("d_c̄  = d_h ⊙ (1 − u) ⊙ (1 − c²)", r"\partial L/\partial \bar c = \delta_h \odot (1-u) \odot (1 - c^{2})"),
+])
+def test_comments_and_latex_meet_in_one_skeleton(comment, latex):
+    right = lambda text: equations.canonical(re.split("=", text)[-1])
+    assert right(comment) == right(latex)
+
+
+def test_a_derivation_needs_its_exercise(tmp_path):
+    cell = {"cell_type": "markdown", "metadata": {"tags": ["derivation"]}, "source": "$a = b$"}
+    plain = {"cell_type": "markdown", "metadata": {}, "source": "text"}
+    path = tmp_path / "n.ipynb"
+    path.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [cell, plain]}))
+    with pytest.raises(build.BuildError, match=r"\(cell 1\): a cell tagged 'derivation' must be followed by a cell "
+                                               r"tagged 'exercise'"):
+        build.strip_notebook(str(path), str(tmp_path / "out.ipynb"))
+
+
+# ---- section 6 is the student's whole BPTT
+
+def _restored(out, folder, keep_stripped=(), optional=True):
+    """The built mytorch with every region's solution put back, except in ``keep_stripped`` (paths in mytorch/)
+    and, without ``optional``, the optional regions (the cells' fast paths), which stay TODOs."""
+    shutil.copytree(os.path.join(out, "mytorch"), folder / "mytorch")
+    for path in PY_SOURCES:
+        rel = os.path.relpath(path, os.path.join(REPO, "mytorch"))
+        if rel in keep_stripped:
+            continue
+        target = folder / "mytorch" / rel
+        stripped = target.read_text()
+        source = open(path, encoding="utf-8").read()
+        todos = [m.group(0) for m in markers.TODO_BLOCK.finditer(stripped)]
+        regions = markers.find_regions(source.split("\n"), path)
+        bodies = [todo if not optional and region.text.startswith("optional") else body
+                  for todo, region, body in zip(todos, regions, region_bodies(path))]
+        target.write_text(markers.restore(stripped, bodies))
+    return folder
+
+
+def test_bptt_is_the_students_whole(built, tmp_path):
+    """Every cell written, recurrent.py as handed out: each sequence part is 'not implemented yet' and names the
+    first BPTT TODO it reached; the solution's recurrent.py then gives full marks. Nothing in the handed-out
+    file runs the walk: each of its four TODOs is a part of it."""
+    out = built[0]
+    stripped = open(os.path.join(out, "mytorch", "nn", "recurrent.py")).read()
+    assert stripped.count("raise NotImplementedError") == 4
+    for step, method in ((1, "forward"), (2, "_run_direction"), (3, "backward"), (4, "_backward_direction")):
+        assert f"Recurrent.{method}:" in stripped and f"(assignment/6-bptt.md, step {step})" in stripped
+    for gone in ("cell.forward(", "cell.backward(", "reversed(range", "np.where(live"):
+        assert gone not in stripped, gone
+    submission = _restored(out, tmp_path / "cells", keep_stripped={os.path.join("nn", "recurrent.py")})
+    proc = run_cli(["--submission", str(submission), "--json", str(tmp_path / "r.json"), "6", "7"])
+    assert proc.returncode == 0, proc.stderr
+    tests = check_gradescope(load_results(tmp_path / "r.json"))
+    sequence = [p.number for p in spec.PARTS if p.kind == "sequence"]
+    assert sorted(tests) == sorted(sequence + ["7.1", "7.2"])
+    for number in sequence:
+        assert tests[number]["score"] == 0 and "not implemented yet" in tests[number]["output"], tests[number]
+        assert "mytorch/nn/recurrent.py:" in tests[number]["output"]
+    assert tests["7.1"]["score"] == tests["7.1"]["max_score"] and tests["7.2"]["score"] == tests["7.2"]["max_score"]
+    shutil.copy(os.path.join(REPO, "mytorch", "nn", "recurrent.py"), submission / "mytorch" / "nn" / "recurrent.py")
+    proc = run_cli(["--submission", str(submission), "--json", str(tmp_path / "full.json")])
+    assert proc.returncode == 0 and load_results(tmp_path / "full.json")["score"] == 100
+
+
+def test_the_student_layer_falls_back_to_the_loop_without_a_fast_path(built, tmp_path):
+    """The fast paths are optional TODOs: with them left, a layer whose fast_path is on runs the student's loop,
+    and gives the solution's values."""
+    submission = _restored(built[0], tmp_path / "loops", optional=False)
+    assert "optional and not graded" in (submission / "mytorch" / "nn" / "gru_cell.py").read_text()
+    script = ("import numpy as np\nfrom mytorch.nn import GRU, LSTM\n"
+              "for Layer in (GRU, LSTM):\n"
+              "    layer = Layer(3, 4, num_layers=2, bidirectional=True, rng=0)\n"
+              "    Y, _ = layer.forward(np.linspace(-1, 1, 30).reshape(5, 2, 3), lengths=np.array([5, 3]))\n"
+              "    dX, _ = layer.backward(np.ones_like(Y))\n"
+              "    print(layer.fast_path, sorted(set(layer._paths.values())), repr(float(Y.sum() + dX.sum())))\n")
+    theirs = subprocess.run([sys.executable, "-c", script], cwd=submission, capture_output=True, text=True,
+                            env=dict(os.environ, PYTHONPATH=""))
+    ours = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=""))
+    assert theirs.returncode == 0 and ours.returncode == 0, theirs.stderr + ours.stderr
+    for mine, solution in zip(theirs.stdout.splitlines(), ours.stdout.splitlines()):
+        assert mine.startswith("True ['loop'] ") and solution.startswith("True ['fast'] ")
+        assert np.isclose(float(mine.split()[-1]), float(solution.split()[-1]), rtol=1e-10)
+
+
+def test_each_notebook_names_the_parts_it_needs(built, tmp_path):
+    """In the handout every part is a TODO, so each notebook's first code cell stops, naming its parts and the
+    grader's command; with the solution nothing is missing."""
+    probe = ("import json, sys\nsys.path.insert(0, 'notebooks')\nimport needs\n"
+             "print(json.dumps(needs.missing(*needs.PROBES, *needs.OPTIONAL)))\n"
+             "try:\n    needs.needs('8.2', '8.3', '8.4', '8.5', '8.6', '2.1')\nexcept needs.MissingParts as e:\n"
+             "    print(e)\n")
+    handout = subprocess.run([sys.executable, "-c", probe], cwd=built[0], capture_output=True, text=True,
+                             env=dict(os.environ, PYTHONPATH=""))
+    lines = handout.stdout.splitlines()
+    assert json.loads(lines[0]) == [p.number for p in spec.PARTS] + ["GRUCell fast path"], handout.stderr
+    assert lines[1] == "this notebook needs parts 2.1, 8.2-8.6; run `python -m autograder 2 8`"
+    solution = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True,
+                              env=dict(os.environ, PYTHONPATH=""))
+    assert solution.stdout.splitlines()[0] == "[]", solution.stderr
+    for path in NOTEBOOKS:
+        first = next(c for c in _cells(path) if c["cell_type"] == "code")
+        assert "from needs import needs" in "".join(first["source"]), path

@@ -100,7 +100,7 @@ class Recurrent(Module):
                 f"batch_first={self.batch_first}, bidirectional={self.bidirectional}, dtype={self.dtype.name})")
 
     # ----------------------------------------------------------------------------------------------
-    # the public passes
+    # the public passes: validation and state forms around the walk over layers
     def forward(self, X, state0=None, lengths=None):
         """Run the sequence; return ``(Y, state_T)``. See the module docstring for shapes and ``lengths``."""
         X = self._time_major(X, "X", "forward", self.input_size, self._layout(self.input_size))
@@ -113,22 +113,22 @@ class Recurrent(Module):
             cell.clear_tape()
         self._tape.clear()                                             # a new sequence; an unfinished one is dropped
         self._paths = {}
-        finals, defaulted, inp = [], [], X
+        starts = [self._start_state(cell, parts, N) for cell, parts in zip(self.cells, given)]
+        # BEGIN SOLUTION walk the layers bottom-up, each direction k with self._run_direction from starts[k]; set finals[k] and Y, the top layer's outputs (assignment/6-bptt.md, step 1)
+        finals, inp = [None] * len(self.cells), X
         for layer in range(self.num_layers):
             outputs = []
             for direction in range(self.num_directions):
                 k = layer * self.num_directions + direction
-                cell = self.cells[k]
-                parts = tuple(cell.initial_state_part(j, N) if part is None else part
-                              for j, part in enumerate(given[k]))
-                Y_k, final = self._run_direction(cell, inp, self._as_state(parts), lengths, reverse=direction == 1)
+                Y_k, finals[k] = self._run_direction(self.cells[k], inp, starts[k], lengths, reverse=direction == 1)
                 outputs.append(Y_k)
-                finals.append(final)
-                defaulted.append(tuple(part is None for part in given[k]))
-            inp = outputs[0] if len(outputs) == 1 else np.concatenate(outputs, axis=2)    # T,N,D·H_out
-        self._record(Cache(y_shape=inp.shape if batched else inp[:, 0].shape, batch=N, batched=batched,
-                           lengths=lengths, defaulted=defaulted, paths=dict(self._paths)))
-        Y = inp if batched else inp[:, 0]
+            inp = np.concatenate(outputs, axis=2)                      # T,N,D·H_out: the next layer's input
+        Y = inp
+        # END SOLUTION
+        self._record(Cache(y_shape=Y.shape if batched else Y[:, 0].shape, batch=N, batched=batched,
+                           lengths=lengths, defaulted=[tuple(p is None for p in parts) for parts in given],
+                           paths=dict(self._paths)))
+        Y = Y if batched else Y[:, 0]
         if batched and self.batch_first:
             Y = Y.transpose(1, 0, 2)
         return Y, self._public_states(finals, batched)
@@ -147,20 +147,24 @@ class Recurrent(Module):
             self._tape.append(record)                                  # a rejected call consumes nothing
             raise
         self._paths = record.paths
-        d_out, d_state0 = (dY if record.batched else dY[:, None]), [None] * len(self.cells)
-        W = self.output_width
+        dY = dY if record.batched else dY[:, None]                     # T,N,D·H_out
+        d_finals = [self._zeros_for_none(cell, parts, record.batch) for cell, parts in zip(self.cells, given)]
+        lengths, W = record.lengths, self.output_width
+        # BEGIN SOLUTION walk the layers top-down, each direction k with self._backward_direction from d_finals[k]; set d_state0[k] and dX, layer 0's input gradient (assignment/6-bptt.md, step 3)
+        d_state0, d_out = [None] * len(self.cells), dY
         for layer in reversed(range(self.num_layers)):                 # top layer first: LIFO across layers too
-            d_in = None
+            d_in = 0.0
             for direction in range(self.num_directions):
                 k = layer * self.num_directions + direction
-                cell = self.cells[k]
-                dX_k, d_state0[k] = self._backward_direction(cell, d_out[:, :, direction * W:(direction + 1) * W],
-                                                             self._as_state(given[k]), record.lengths,
-                                                             reverse=direction == 1)
-                self._initial_state_grads(cell, record.defaulted[k], d_state0[k])
-                d_in = dX_k if d_in is None else d_in + dX_k           # both directions read the same input
+                dX_k, d_state0[k] = self._backward_direction(self.cells[k], d_out[:, :, direction * W:(direction + 1) * W],
+                                                             d_finals[k], lengths, reverse=direction == 1)
+                d_in = d_in + dX_k                                     # both directions read the same input
             d_out = d_in
-        dX = d_out if record.batched else d_out[:, 0]
+        dX = d_out
+        # END SOLUTION
+        for cell, defaulted, d in zip(self.cells, record.defaulted, d_state0):
+            self._initial_state_grads(cell, defaulted, d)
+        dX = dX if record.batched else dX[:, 0]
         if record.batched and self.batch_first:
             dX = dX.transpose(1, 0, 2)
         return dX, self._public_states(d_state0, record.batched)
@@ -183,42 +187,50 @@ class Recurrent(Module):
                 return result
         self._paths[id(cell)] = "loop"
         T, N = X.shape[:2]
-        live = self._live(lengths, T, N)                               # T,N,1: True where t < lengths[n]
+        # BEGIN SOLUTION step the cell over time from state0, padded steps masked; set Y (T, N, H_out) and state, the final state (assignment/6-bptt.md, step 2)
+        live = np.ones((T, N, 1), dtype=bool) if lengths is None else \
+            (np.arange(T)[:, None] < lengths[None, :])[:, :, None]     # T,N,1: True where t < lengths[n]
         Y = [None] * T                                                 # Y[t]: (N, H_out), filled in step order
         state = state0
         steps = reversed(range(T)) if reverse else range(T)
-        # BEGIN SOLUTION for each step t in `steps`, step the cell from `state`; keep its new state only where live[t] (self._keep) and set Y[t] to its h where live[t], zero elsewhere
         for t in steps:
             new = cell.forward(X[t], state)
-            state = self._keep(live[t], new, state)                    # past a sequence's end, its state stays
+            state = self._as_state(tuple(np.where(live[t], a, b)       # past a sequence's end, its state stays
+                                         for a, b in zip(self._parts(new), self._parts(state))))
             Y[t] = np.where(live[t], self._h(new), 0.0)                # and its output is zero
+        Y = np.stack(Y)
         # END SOLUTION
-        return np.stack(Y), state
+        return Y, state
 
     def _backward_direction(self, cell, dY, d_state_T, lengths, reverse):
-        """Backpropagate one ``_run_direction``: dY (T, N, H_out), d_state_T (entries may be None).
+        """Backpropagate one ``_run_direction``: dY (T, N, H_out), d_state_T (the state's structure, no None).
 
         Accumulates into ``cell.grads``; returns dX (T, N, I_l) and d_state0 (no None entries).
         """
         if self._paths.get(id(cell)) == "fast":
             return cell.sequence_backward(dY, d_state_T)
         T, N = dY.shape[:2]
-        live = self._live(lengths, T, N)
+        # BEGIN SOLUTION walk the steps in the opposite order of forward, carrying d_state and adding dY[t], padded steps masked; set dX (T, N, I_l) and d_state (assignment/6-bptt.md, step 4)
+        live = np.ones((T, N, 1), dtype=bool) if lengths is None else \
+            (np.arange(T)[:, None] < lengths[None, :])[:, :, None]
         dX = [None] * T                                                # dX[t]: (N, I_l)
-        d_state = self._zeros_for_none(cell, d_state_T, N)
-        steps = range(T) if reverse else reversed(range(T))
-        # BEGIN SOLUTION for each step t in `steps` (the opposite order of forward), split d_state and dY[t] with self._route, pass the live part to cell.backward (its dx is dX[t]), and add (self._plus) what it returns for the state to the part that skipped the step
+        d_state = d_state_T
+        steps = range(T) if reverse else reversed(range(T))           # the opposite order of forward
         for t in steps:
-            d_new, d_skipped = self._route(live[t], d_state, dY[t])  # live: d_state + dY[t] on h; padded: passes by
+            with_output = (self._parts(d_state)[0] + dY[t],) + self._parts(d_state)[1:]
+            d_new = self._as_state(tuple(np.where(live[t], d, 0.0) for d in with_output))
             dX[t], d_prev = cell.backward(d_new)
-            d_state = self._plus(d_prev, d_skipped)
+            d_state = self._as_state(tuple(np.where(live[t], a, b)    # a padded step passes d_state by
+                                           for a, b in zip(self._parts(d_prev), self._parts(d_state))))
+        dX = np.stack(dX)
         # END SOLUTION
-        return np.stack(dX), d_state
+        return dX, d_state
 
     # ----------------------------------------------------------------------------------------------
-    # helpers of the per-step loops (states are an array, or a tuple of parts)
+    # state structures: a one-state cell's state is an array, a two-state cell's a tuple of parts
     @staticmethod
     def _parts(state):
+        """A state as a tuple of parts: ``(h,)`` for an array, ``(h, c)`` for a tuple."""
         return tuple(state) if isinstance(state, tuple) else (state,)
 
     def _as_state(self, parts):
@@ -229,44 +241,15 @@ class Recurrent(Module):
         """The h part of a state: the cell's output."""
         return self._parts(state)[0]
 
-    def _keep(self, live_t, new, old):
-        """``new`` where the step is live (live_t (N, 1) True), ``old`` where it is padding."""
-        if live_t.all():                                               # no padding at this step: nothing to mix
-            return new
-        return self._as_state(tuple(np.where(live_t, a, b) for a, b in zip(self._parts(new), self._parts(old))))
+    def _start_state(self, cell, parts, n):
+        """A cell's batched start state from the parts given (None: the cell's own initial state for it)."""
+        return self._as_state(tuple(cell.initial_state_part(j, n) if part is None else part
+                                    for j, part in enumerate(parts)))
 
-    def _route(self, live_t, d_state, dY_t):
-        """Split the gradient reaching a step's output state: ``(d_new, d_skipped)``.
-
-        Live rows: ``d_new`` is d_state plus dY_t on its h (the output at the step), and ``d_skipped`` is zero.
-        Padded rows: the state passed the step by unchanged and the output was zero, so ``d_new`` is zero
-        (nothing reaches the cell) and ``d_skipped`` is d_state, which goes straight to the state before.
-        ``d_skipped`` is None when no row is padded.
-        """
-        parts = self._parts(d_state)
-        with_output = (parts[0] + dY_t,) + parts[1:]
-        if live_t.all():                                               # no padding at this step: nothing skips it
-            return self._as_state(with_output), None
-        d_new = tuple(np.where(live_t, d, 0.0) for d in with_output)
-        d_skipped = tuple(np.where(live_t, 0.0, d) for d in parts)
-        return self._as_state(d_new), self._as_state(d_skipped)
-
-    def _plus(self, a, b):
-        """Two gradients of the same state structure, added part by part (``b`` None: nothing to add)."""
-        if b is None:
-            return a
-        return self._as_state(tuple(x + y for x, y in zip(self._parts(a), self._parts(b))))
-
-    def _zeros_for_none(self, cell, d_state, n):
-        parts = (None,) * len(self._state_names) if d_state is None else self._parts(d_state)
+    def _zeros_for_none(self, cell, parts, n):
+        """A cell's batched state gradient from the parts given (None: zeros)."""
         return self._as_state(tuple(np.zeros((n, w), dtype=self.dtype) if d is None else d
                                     for d, w in zip(parts, cell.state_widths)))
-
-    def _live(self, lengths, T, N):
-        """(T, N, 1) booleans: step t is inside sequence n (all True without lengths)."""
-        if lengths is None:
-            return np.ones((T, N, 1), dtype=bool)
-        return (np.arange(T)[:, None] < lengths[None, :])[:, :, None]
 
     @staticmethod
     def _initial_state_grads(cell, defaulted, d_state0):

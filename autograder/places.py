@@ -1,0 +1,123 @@
+"""Where in a student's sequence layer a recognised BPTT mistake lives: the line to look at.
+
+A BPTT mistake (layers walked bottom-up in backward, time walked forwards, the gradient from the step after
+dropped, dY[t] missed, padded steps not masked) raises nothing: the grader recognises it from the values
+(``compare``'s stored variants). Its hint then names the student's line that decides it, found in the
+child by reading the methods of the student's layer with ``ast``:
+
+    layer loop      the first ``for`` of ``backward`` (the walk over layers)
+    time loop       the first ``for`` of ``_backward_direction`` (the walk over steps)
+    step gradient   the first statement of that loop reading ``dY`` (else its ``cell.backward`` call)
+    state kept      the first statement of ``_run_direction``'s loop assigning ``state``
+    masked gradient the ``cell.backward`` call of ``_backward_direction``'s loop
+
+``find`` runs in the child on untrusted code and never raises; its strings are untrusted data to the parent,
+which only bounds them and shows them (``feedback``). Standard library only: the child loads this file by path
+before any student code runs.
+"""
+import ast
+import inspect
+import os
+import textwrap
+
+# hints of recognised BPTT mistakes (stored with the reference data by the generator), and the place each names
+FUTURE_DROPPED = ("these values are what BPTT without the gradient from step t+1 would give: at step t the "
+                  "gradient reaching the new state is d_state (what the backward of step t+1 returned, or "
+                  "d_state_T at the last step) plus dY[t] on its h")
+TIME_NOT_REVERSED = ("these values are what walking time forwards in backward would give: each cell's record "
+                     "is last-in first-out, so backward takes the steps in the opposite order of forward "
+                     "(T-1 down to 0, or 0 up to T-1 in the reverse direction)")
+ONLY_LAST_DY = ("these values are what using only the last step's dY would give: every Y[t] is an output, so "
+                "dY[t] joins the gradient of h at every step t")
+DY_DROPPED = ("these values are what BPTT without dY would give: only d_state_T flows back; every Y[t] is an "
+              "output, so dY[t] joins the gradient of h at every step t")
+IGNORES_LENGTHS = ("these values are what running past each sequence's end would give: at a padded step "
+                   "(t >= lengths[n]) the state must stay as it was (np.where(live[t], new, old) on each part) "
+                   "and the output be zero")
+IGNORES_LENGTHS_BACKWARD = ("these gradients are what backpropagating through padded steps would give: at a "
+                            "padded step (t >= lengths[n]) nothing reaches the cell (zero its rows of the "
+                            "gradient you pass to cell.backward) and d_state passes the step by unchanged")
+LAYER_ORDER = ("in BPTT the gradient reaching layer l's outputs is the dX that layer l + 1 just returned: walk "
+               "the layers from the top down, reversed(range(num_layers))")
+
+PLACE_OF = {LAYER_ORDER: "layer loop", TIME_NOT_REVERSED: "time loop", FUTURE_DROPPED: "step gradient",
+            ONLY_LAST_DY: "step gradient", DY_DROPPED: "step gradient", IGNORES_LENGTHS: "state kept",
+            IGNORES_LENGTHS_BACKWARD: "masked gradient"}
+
+
+def _function(layer, name):
+    """(ast of the method, its file, its first line), or None."""
+    method = getattr(type(layer), name, None)
+    code = getattr(method, "__code__", None)
+    if code is None:
+        return None
+    lines, first = inspect.getsourcelines(method)
+    tree = ast.parse(textwrap.dedent("".join(lines)))
+    return tree.body[0], code.co_filename, first
+
+
+def _first_for(node):
+    return next((n for n in ast.walk(node) if isinstance(n, ast.For)), None)
+
+
+def _reads(node, name):
+    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) for n in ast.walk(node))
+
+
+def _calls_backward(node):
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "backward"
+               for n in ast.walk(node))
+
+
+def _assigns(node, name):
+    targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+    return any(isinstance(n, ast.Name) and n.id == name for t in targets if t is not None for n in ast.walk(t))
+
+
+def _statement(loop, test):
+    """The first statement in ``loop``'s body (at any depth) that passes ``test``."""
+    for node in ast.walk(loop):
+        if node is not loop and isinstance(node, ast.stmt) and not isinstance(node, (ast.For, ast.If, ast.While)) \
+                and test(node):
+            return node
+    return None
+
+
+def _places(layer, root):
+    found, root = {}, os.path.realpath(root)
+
+    def put(key, where, node):
+        if node is None or where is None:
+            return
+        _, filename, first = where
+        path = os.path.realpath(filename)
+        if not path.startswith(root + os.sep):
+            return
+        line = first + node.lineno - 1
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = next((l for k, l in enumerate(f, 1) if k == line), "").strip()
+        found[key] = f"{os.path.relpath(path, root)}:{line}: {text[:120]}"
+
+    backward = _function(layer, "backward")
+    if backward is not None:
+        put("layer loop", backward, _first_for(backward[0]))
+    steps = _function(layer, "_backward_direction")
+    loop = _first_for(steps[0]) if steps is not None else None
+    if loop is not None:
+        put("time loop", steps, loop)
+        put("step gradient", steps, _statement(loop, lambda n: _reads(n, "dY")) or _statement(loop, _calls_backward))
+        put("masked gradient", steps, _statement(loop, _calls_backward))
+    run = _function(layer, "_run_direction")
+    loop = _first_for(run[0]) if run is not None else None
+    if loop is not None:
+        put("state kept", run, _statement(loop, lambda n: _assigns(n, "state")))
+    return found
+
+
+def find(layer, root):
+    """{place: 'mytorch/nn/recurrent.py:123: <the line>'} for the places of the layer's methods found in
+    ``root``; empty when the code cannot be read (never raises)."""
+    try:
+        return _places(layer, root)
+    except Exception:
+        return {}
