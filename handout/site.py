@@ -322,6 +322,9 @@ def build_site(out, config=None, solutions=False, cache_dir=None, keep_work=Fals
     for leftover in (".buildinfo", ".buildinfo.bak"):
         if os.path.exists(os.path.join(out, leftover)):
             os.remove(os.path.join(out, leftover))
+    sources_folder = os.path.join(out, "_sources")      # left empty: pages' sources are not published
+    if os.path.isdir(sources_folder) and not os.listdir(sources_folder):
+        os.rmdir(sources_folder)
 
     check_no_markers(out)                              # in either edition: markers are never shown
     if not solutions:

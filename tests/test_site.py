@@ -137,16 +137,9 @@ def crawl(site):
                     page.goto(_url(site_dir, rel), wait_until="load")
                     page.evaluate("async () => { if (window.MathJax) await MathJax.startup.promise; }")
                     page.screenshot(path=os.path.join(shots, f"{name}-{width}.png"))
-                # notebook 02's table of derivatives on a phone: each formula on one line
-                page.goto(_url(site_dir, "notebooks/02_gru_cell.html"), wait_until="load")
-                page.evaluate("async () => { await MathJax.startup.promise; }")
-                table = page.locator("table").first
-                table.scroll_into_view_if_needed()
-                table.screenshot(path=os.path.join(shots, f"derivative-table-{width}.png"))
-                seen[f"table-{width}"] = page.evaluate("""() => {
-                    const t = document.querySelector('table');
-                    return [...t.querySelectorAll('td mjx-container')].map(m => m.getBoundingClientRect().height);
-                }""")
+                # a table of formulas (section 2's variables) on a phone: each formula on one line
+                page.goto(_url(site_dir, "assignment/2-gru-cell.html"), wait_until="load")
+                seen[f"table-{width}"] = _table_heights(page, os.path.join(shots, f"table-{width}.png"))
                 context.close()
             # search: the index ships with the site and answers from the plain folder
             page = browser.new_page()
@@ -156,6 +149,15 @@ def crawl(site):
         finally:
             browser.close()
     return {"root": root, "pages": seen, "shots": shots, "site": site_dir}
+
+
+def _table_heights(page, screenshot):
+    """The heights of the formulas in the page's first table that holds any (after MathJax), and its picture."""
+    page.evaluate("async () => { await MathJax.startup.promise; }")
+    table = page.locator("table:has(mjx-container)").first
+    table.scroll_into_view_if_needed()
+    table.screenshot(path=screenshot)
+    return table.evaluate("t => [...t.querySelectorAll('td mjx-container')].map(m => m.getBoundingClientRect().height)")
 
 
 def _content_pages(crawl):
@@ -241,11 +243,11 @@ def test_search_finds_pages(crawl):
     assert crawl["pages"]["search-hits"] >= 3
 
 
-def test_derivative_table_keeps_each_formula_on_one_line(crawl):
+def test_tables_keep_each_formula_on_one_line(crawl):
     for width in ("phone", "desktop"):
         heights = crawl["pages"][f"table-{width}"]
         assert len(heights) >= 10
-        assert max(heights) < 40, f"a formula in notebook 02's table wraps at {width} width: {max(heights)} px"
+        assert max(heights) < 40, f"a formula in section 2's table wraps at {width} width: {max(heights)} px"
 
 
 def test_screenshots_saved(crawl):
@@ -293,3 +295,16 @@ def test_instructor_site_shows_the_solutions_without_markers(site, execution_cac
         assert "instructor" in f.read()
     student = _html_text(os.path.join(site[0], "notebooks", "02_gru_cell.html"))
     assert "dA_x @ W_ih" not in student and "raise NotImplementedError" in student
+    # notebook 02's table of derivatives (a derivation: the instructor's edition shows it) on a phone
+    from playwright.sync_api import sync_playwright
+    shots = os.path.join(os.path.dirname(site[0]), "screenshots")
+    os.makedirs(shots, exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=find_chromium(), headless=True, args=BROWSER_FLAGS)
+        try:
+            page = browser.new_page(viewport=PHONE, is_mobile=True)
+            page.goto(_url(out, "notebooks/02_gru_cell.html"), wait_until="load")
+            heights = _table_heights(page, os.path.join(shots, "derivative-table-phone.png"))
+        finally:
+            browser.close()
+    assert len(heights) >= 10 and max(heights) < 40, heights
