@@ -122,5 +122,5 @@ def test_progress_lines_come_in_part_order_whatever_order_parts_finish_in():
     progress(grade.PartResult(parts[0], 0.0, "not implemented", ""))
     progress(grade.PartResult(parts[1], 3.0, "failed", ""))
     assert console.stream.getvalue().splitlines() == [
-        "[1/3] 1.1 RNN cell forward: 0/4  (not implemented yet)", "[2/3] 1.2 RNN cell backward: 3/6  ✗",
-        "[3/3] 2.1 GRU cell forward: 5/5"]
+        f"[1/3] 1.1 RNN cell forward: 0/{parts[0].points:g}  (not implemented yet)",
+        f"[2/3] 1.2 RNN cell backward: 3/{parts[1].points:g}  ✗", f"[3/3] 2.1 GRU cell forward: 5/{parts[2].points:g}"]

@@ -1,6 +1,7 @@
 """The per-submission zygote: every child starts from its pristine state, a zygote killed or stuck is replaced and
 the grade completes, batch never shares one between submissions, and it holds nothing a student may not see.
 (That a child cannot trace, read or signal it under --run-as is in tests/test_run_as.py.)"""
+import csv
 import os
 import signal
 
@@ -124,7 +125,7 @@ def test_batch_gives_every_submission_its_own_zygote(tmp_path, monkeypatch):
 
     def recording(worker, root, *args):
         if worker is not None:
-            used.setdefault(os.path.basename(root), set()).add(worker)        # kept: no id is reused
+            used.setdefault(os.path.dirname(root), set()).add(worker)         # kept: no id is reused
         return fork(worker, root, *args)
     monkeypatch.setattr(sandbox, "_fork", recording)
     monkeypatch.setattr(spec, "PARTS", [spec.PARTS_BY_NUMBER["1.1"], spec.PARTS_BY_NUMBER["2.1"]])
@@ -133,9 +134,10 @@ def test_batch_gives_every_submission_its_own_zygote(tmp_path, monkeypatch):
     assert batch.main([str(tmp_path / "subs"), "--jobs", "2"]) == 0
     assert len(used) == 3 and all(len(ids) == 1 for ids in used.values())
     assert len(set.union(*used.values())) == 3            # three submissions, three zygotes
-    rows = (tmp_path / "subs" / "scores.csv").read_text().splitlines()
+    with open(tmp_path / "subs" / "grading" / "scores.csv", newline="") as f:
+        totals = [float(row["total"]) for row in csv.DictReader(f)]
     full = spec.PARTS_BY_NUMBER["1.1"].points + spec.PARTS_BY_NUMBER["2.1"].points
-    assert [float(row.split(",")[-1]) for row in rows[1:]] == [full] * 3
+    assert totals == [full] * 3
 
 
 def test_without_a_zygote_each_part_starts_its_own_python(tmp_path, monkeypatch):
