@@ -1,6 +1,6 @@
 """python -m handout build [--out DIR] [--config FILE] [--solutions] [--force]
 python -m handout gradescope [--out DIR] [--config FILE] [--fixed-cases] [--force]
-python -m handout site [--out DIR] [--config FILE] [--solutions]
+python -m handout site [--out DIR] [--config FILE] [--solutions] [--force]
 python -m handout tables [--config FILE]      (rewrite the assignment's point tables in this repository)"""
 import argparse
 import os
@@ -53,7 +53,7 @@ def main(argv=None):
     tables = commands.add_parser("tables", help="rewrite the point tables of handout/assignment/ from the course")
     for command in (student, gradescope, site, tables):
         command.add_argument("--config", default=None, metavar="FILE", help="the course (default: course.toml)")
-    for command in (student, gradescope):
+    for command in (student, gradescope, site):
         command.add_argument("--force", action="store_true",
                              help="replace --out even if it is not an earlier build of the same kind")
     args = parser.parse_args(argv)
@@ -66,7 +66,7 @@ def main(argv=None):
         elif args.command == "site":
             from handout.site import build_site            # needs the site extra: pip install -e '.[site]'
             started = time.monotonic()
-            out, _ = build_site(args.out, config=args.config, solutions=args.solutions)
+            out, _ = build_site(args.out, config=args.config, solutions=args.solutions, force=args.force)
             print(f"Course site in {out}: open {os.path.join(out, 'index.html')} "
                   f"({time.monotonic() - started:.0f} s)")
         elif args.command == "gradescope":

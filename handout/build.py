@@ -207,7 +207,7 @@ def check_no_leaks(sources, root, provided=(), warn=None, equations=True):
                          f"{shown}{more}")
 
 
-def _fresh(out, kind, force=False):
+def fresh_output(out, kind, force=False):
     """An empty folder ``out`` for a build of ``kind``: an existing one is replaced only if it is empty or holds
     an earlier build of the same kind (its ``STAMP`` says so), or with ``force``."""
     out = os.path.abspath(out)
@@ -274,7 +274,7 @@ def build_handout(out, config=None, force=False, warn=_stderr, solutions=None):
     course = load(config)
     if solutions is None:
         solutions = course.release_solutions
-    out = _fresh(out, "handout", force)
+    out = fresh_output(out, "handout", force)
     keep = set(spec.SECTIONS) - set(course.sections)
     sources, provided = [], []                     # files whose regions were stripped; files kept working
     try:
@@ -321,7 +321,7 @@ def build_gradescope(out, with_solution=None, config=None, force=False, fixed_ca
         raise BuildError("--fixed-cases builds without the solution; it cannot be combined with --with-solution")
     if not with_solution and not fixed_cases:
         raise BuildError(FIXED_CASES_REFUSED)
-    out = _fresh(out, "gradescope", force)
+    out = fresh_output(out, "gradescope", force)
     copy_grader(os.path.join(out, "autograder"), course)
     for name in ("setup.sh", "run_autograder"):
         shutil.copy(os.path.join(HERE, "gradescope", name), os.path.join(out, name))

@@ -27,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 
-from handout.build import REPO, BuildError, build_handout, check_no_leaks, check_no_markers
+from handout.build import REPO, BuildError, build_handout, check_no_leaks, check_no_markers, fresh_output
 from handout.markers import BEGIN, END
 
 PAGES = os.path.join(REPO, "handout", "site_pages")
@@ -268,34 +268,18 @@ def _solution_sources(build):
     return found
 
 
-def _build_handout(out, config, solutions):
-    """The handout build the site is made from (``build_handout`` with the options this checkout has)."""
-    import inspect
-    accepted = inspect.signature(build_handout).parameters
-    options = {}
-    if config is not None:
-        if "config" not in accepted:
-            raise BuildError("--config needs the course configuration (autograder/course.py), "
-                             "which this checkout does not have")
-        options["config"] = config
-    if solutions and "solutions" in accepted:
-        options["solutions"] = True
-    return build_handout(out, **options)[0]
-
-
-def build_site(out, config=None, solutions=False, cache_dir=None, keep_work=False):
+def build_site(out, config=None, solutions=False, cache_dir=None, keep_work=False, force=False):
     """The course site in ``out`` (``out/index.html``); returns (out, seconds spent executing notebooks).
 
-    The handout build and the Sphinx sources are made in ``out + '.work'``, removed afterwards unless
-    ``keep_work``."""
+    ``out`` is replaced only if it is empty or an earlier site (``force``: whatever it holds). The handout build
+    and the Sphinx sources are made in ``out + '.work'``, removed afterwards unless ``keep_work``."""
     import time
-    out = os.path.abspath(out)
+    out = fresh_output(out, "site", force)
     work = out + ".work"
-    for folder in (out, work):
-        if os.path.exists(folder):
-            shutil.rmtree(folder)
+    if os.path.exists(work):
+        shutil.rmtree(work)
     os.makedirs(work)
-    build = _build_handout(os.path.join(work, "handout"), config, solutions)
+    build = build_handout(os.path.join(work, "handout"), config, solutions=solutions)[0]
 
     started = time.monotonic()
     notebooks, solved = {}, {}
