@@ -188,24 +188,24 @@ def check_no_leaks(sources, root, provided=(), warn=None, equations=True):
         files = sorted({where.rsplit(":", 1)[0] for _, _, where in given})
         warn(f"warning: {len(given)} line(s) of the assigned sections' solutions also appear in the working code "
              f"of the sections left out ({', '.join(files)}); students can read them there:\n" +
-             "\n".join(f"  {os.path.relpath(source, REPO)}: `{line}` in {where}" for source, line, where in given[:10])
-             + (f"\n  … and {len(given) - 10} more" if len(given) > 10 else ""))
+             _listing(given, "in"))
     if found:
-        shown = "\n".join(f"  {os.path.relpath(source, REPO)}: `{line}` is also in {where}"
-                          for source, line, where in found[:10])
-        more = f"\n  … and {len(found) - 10} more" if len(found) > 10 else ""
         raise BuildError(f"{len(found)} solution line(s) would reach students outside their TODO "
                          f"(rewrite the other use, e.g. check the exercise against the library instead):\n"
-                         f"{shown}{more}")
+                         f"{_listing(found, 'is also in')}")
     found = find_equation_leaks(backward_equations(sources), root) if equations else []
     if found:
-        shown = "\n".join(f"  {os.path.relpath(source, REPO)}: `{equation}` is written out in {where}"
-                          for source, equation, where in found[:10])
-        more = f"\n  … and {len(found) - 10} more" if len(found) > 10 else ""
         raise BuildError(f"{len(found)} equation(s) of a graded backward would reach students (tag the cell "
                          f"'{DERIVATION}' and follow it by an '{EXERCISE}' cell, or rewrite the page):\n"
-                         f"{shown}{more}")
+                         f"{_listing(found, 'is written out in')}")
 
+
+def _listing(found, verb, shown=10):
+    """The first ``shown`` of (source, text, where) as lines of a message, and how many more there are."""
+    lines = [f"  {os.path.relpath(source, REPO)}: `{text}` {verb} {where}" for source, text, where in found[:shown]]
+    if len(found) > shown:
+        lines.append(f"  … and {len(found) - shown} more")
+    return "\n".join(lines)
 
 def fresh_output(out, kind, force=False):
     """An empty folder ``out`` for a build of ``kind``: an existing one is replaced only if it is empty or holds
