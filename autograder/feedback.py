@@ -74,9 +74,10 @@ def label(name, config):
 class CaseVerdict:
     """One case: passed or not, its full lines, its one-line summary, and the hints it raised."""
 
-    def __init__(self, passed, header, lines=(), summary="", hints=()):
+    def __init__(self, passed, header, lines=(), summary="", hints=(), wrong=()):
         self.passed, self.header, self.lines = passed, header, list(lines)
         self.summary, self.hints = summary, list(hints)
+        self.wrong = list(wrong)         # (label, got, expected) of the arrays whose values differ
 
 
 def _error_case(header, report, sequence):
@@ -101,7 +102,7 @@ def judge_case(k, config, expected, variants, report, arrays, verbose=False):
         return CaseVerdict(False, header, [line], line)
     if status in ("error", "import_error"):
         return _error_case(header, report, sequence)
-    failures, hints = [], []
+    failures, hints, wrong = [], [], []
     mutated = _texts(report.get("mutated"))
     if mutated:
         failures.append(f"modified {', '.join(mutated)} in place: never change inputs or parameters in "
@@ -120,6 +121,7 @@ def judge_case(k, config, expected, variants, report, arrays, verbose=False):
         if not verdict.passed:
             failures.append(verdict.message)
             hints += verdict.hints
+            wrong.append((label(name, config), arrays.get(name), reference))
     if not failures:
         return CaseVerdict(True, header, [f"{header}: passed"] if verbose else [])
     shown = failures if verbose else failures[:SHOWN_ARRAYS]
@@ -129,7 +131,7 @@ def judge_case(k, config, expected, variants, report, arrays, verbose=False):
     first = failures[0].splitlines()[0]
     first = first if len(first) <= 100 else first[:99] + "…"
     others = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
-    return CaseVerdict(False, header, lines, f"{header}: {first}{others}", hints)
+    return CaseVerdict(False, header, lines, f"{header}: {first}{others}", hints, wrong)
 
 
 def _message(verdicts, verbose):
@@ -183,8 +185,9 @@ def strip_dump(output):
     return output[:match.start()] if match else output
 
 
-def judge_part(part, part_data, outcome, verbose=False):
-    """``(score, status, output)`` of one part from the child's outcome."""
+def judge_part(part, part_data, outcome, verbose=False, diagnose=None):
+    """``(score, status, output)`` of one part from the child's outcome. ``diagnose(k, wrong)``: lines that
+    say where case k first goes wrong (``diagnosis``), asked for the first case whose values differ."""
     cases = len(part_data.configs)
     if outcome.failure:
         lines = [f"Your code {outcome.failure}."]
@@ -218,4 +221,9 @@ def judge_part(part, part_data, outcome, verbose=False):
     passed = sum(v.passed for v in verdicts)
     score = round(part.points * passed / cases, 2)
     status = "passed" if passed == cases else "failed"
-    return score, status, "\n".join([f"{passed} of {cases} cases passed"] + _message(verdicts, verbose))
+    lines = [f"{passed} of {cases} cases passed"] + _message(verdicts, verbose)
+    traced = next((k for k, v in enumerate(verdicts) if v.wrong and reports[k].get("status") == "ok"), None)
+    if diagnose is not None and traced is not None:        # after the hints: the catalogue's come first
+        lines += [line.replace("Where your values first go wrong:", f"Where case {traced + 1} first goes wrong:")
+                  for line in diagnose(traced, verdicts[traced].wrong)]
+    return score, status, "\n".join(lines)
