@@ -118,7 +118,7 @@ def _read(source):
         for key in data.files:
             if key.startswith("__"):
                 continue
-            k, kind, rest = key.split(":", 2)
+            k, kind, rest = (key.split(":", 2) + [""])[:3]          # k:trace has no name
             k = int(k)
             if kind == "in":
                 inputs[k][rest] = data[key]

@@ -112,6 +112,22 @@ def trace_case(root, config, inputs, timeout=20.0, memory_mb=1024, user=None, py
         return None
 
 
+def stable(first, second):
+    """``first`` without the records whose value differs in ``second``, a second run of the same case: what
+    depends on more than the case (a cell's random initial parameters, replaced after it is built)."""
+    if [r.name for r in first.records] != [r.name for r in second.records]:
+        return first
+    keep = [a.value.shape == b.value.shape and bool(np.array_equal(a.value, b.value, equal_nan=True))
+            for a, b in zip(first.records, second.records)]
+    new_index, records = {}, []
+    for i, record in enumerate(first.records):
+        if keep[i]:
+            new_index[i] = len(records)
+            records.append(dataclasses.replace(record, reads=tuple(new_index[p] for p in record.reads
+                                                                   if p in new_index)))
+    return Trace(records, first.lost, first.callers)
+
+
 # ---- matching
 
 def _close_rows(matrix, target):
@@ -183,10 +199,12 @@ def first_wrong(reference, student):
     for i, q in enumerate(reference):
         hits = index.find(q.value)
         # only values assigned after the student's values of what q reads (not an earlier step's) …
-        after = max([at[p] for p in q.reads if p in at], default=None)
-        if after is None:            # reads nothing earlier: after what the student computed just before it
-            before = [at[p] for p in range(i - 1, -1, -1) if p in at and reference[p].frame == q.frame][:1]
-            after = before[0] if before else _last(at, i)
+        # after the student's values of what q reads, and of what its own call computed before it (a call's
+        # statements run in order); a first value of a call: after what was computed just before it
+        before = next((at[p] for p in range(i - 1, -1, -1) if p in at and reference[p].frame == q.frame), None)
+        after = max([at[p] for p in q.reads if p in at] + ([before] if before is not None else []), default=None)
+        if after is None:
+            after = _last(at, i)
         hits = [(j, how) for j, how in hits if j > after]
         # … and for a name the student uses too, only its next assignment (d_prev must not stand in for d_state,
         # nor next step's value for this one)
@@ -332,63 +350,62 @@ def _what_is_right(finding, reference):
     same = [reference[k].name for k in finding.right if reference[k].frame == q.frame
             and not reference[k].name.startswith("return of")]
     words = []
+    earlier = [f for f in earlier if not f.rpartition(".")[2].startswith("_")]   # helpers: named where they fail
     if earlier and all(any(reference[k].function == f for k in finding.right) for f in earlier):
         wrong_before = [k for k in range(finding.wrong) if k not in set(finding.right)
                         and reference[k].function in earlier]
         if not wrong_before:
-            words.append(f"your {_names(earlier).replace('`', '')} {'is' if len(earlier) == 1 else 'are'} right")
+            words.append(f"your {_names(earlier).replace('`', '')}")
     if same:
         verb = "matches" if len(set(same)) == 1 else "match"
         words.append(f"in {q.function}, {_names(same[-SHOWN_RIGHT:])} {verb} the reference")
     return "; ".join(words)
 
 
-def _called_from(trace, record):
-    """'`_lse`, called from ctc.py:112 (which gives `la[t]`)' lines when ``record`` was computed in a helper
-    of the same file: the line that called it is where the student wrote the call."""
-    lines, frame, seen = [], record.frame, 0
-    while frame in trace.callers and seen < 3:
+def _called_from(trace, record, levels=2):
+    """'called from ctc.py:112 (which gives `la[t]`): <line>' when ``record`` was computed in a helper of the
+    same file: the line that called it is where the student wrote the call."""
+    lines, frame = [], record.frame
+    while frame in trace.callers and len(lines) < levels:
         caller, file, line, text = trace.callers[frame]
         if file != record.file:
             break
         gives = [r.name for r in trace.records if r.frame == caller and r.line == line]
-        lines.append(f"    called from {file}:{line}" + (f" (which gives {_names(gives)})" if gives else ""))
-        if text:
-            lines.append(f"      {text}")
-        frame, seen = caller, seen + 1
+        lines.append(f"    called from {file}:{line}" + (f" (which gives {_names(gives)})" if gives else "") +
+                     (f": {text}" if text else ""))
+        frame = caller
     return lines
 
 
 def explain(reference, student, config=None, wrong_outputs=()):
-    """The diagnosis as lines of text, from two ``Trace``s, or [] when there is nothing to say."""
+    """The diagnosis as a few lines of text, from two ``Trace``s, or [] when there is nothing to say."""
     finding = first_wrong(reference.records, student.records)
     if finding is None:
         return []
     ref, mine = reference.records, student.records
     q = ref[finding.wrong]
     gates = GATES.get((config or {}).get("cell"), ())
-    lines = ["Where your values first go wrong:"]
+    reads = [ref[p].name for p in q.reads]
+    lines = [f"Where your values first go wrong: `{q.name}`" +
+             (f" (computed from {_names(reads)})" if reads else "") + (f": {_equation(q.text)}" if q.text else "")]
     right = _what_is_right(finding, ref)
     if right:
-        lines.append(f"  {right[0].upper()}{right[1:]}.")
-    lines.append(f"  `{q.name}` is wrong; the solution computes {_equation(q.text)}")
+        lines.append(f"  Right so far: {right}.")
     j = candidate(finding, ref, mine)
     if j is not None:
         s = mine[j]
         previous = [r.value for r in ref[:finding.wrong] if _base(r.name) == _base(q.name)][-1:]
         kind = kind_of_difference(s.value, q.value, previous, gates)
-        lines.append(f"  nearest value of yours: `{s.name}` at {s.file}:{s.line}")
-        if s.text:
-            lines.append(f"    {s.text}")
-        difference = _first_difference(s.value, q.value)
-        if difference or kind:
-            lines.append("    " + "; ".join(t for t in (difference, kind) if t))
+        lines.append(f"  your `{s.name}` at {s.file}:{s.line}" + (f": {s.text}" if s.text else ""))
+        difference = "; ".join(t for t in (_first_difference(s.value, q.value), kind) if t)
+        if difference:
+            lines.append(f"    {difference}")
         lines += _called_from(student, s)
     else:
         readers = [ref[i].name for i in range(finding.wrong + 1, len(ref)) if finding.wrong in ref[i].reads]
         lines.append("  no value of yours has its shape (an inline expression?)" +
                      (f"; it is read by {_names(readers)}" if readers else ""))
-        lines += [f"  {o}" for o in wrong_outputs]
+        lines += [f"  {o}" for o in wrong_outputs[:2]]
     if student.lost:
         lines.append(f"  (the trace of your code stopped early: {student.lost})")
     return lines
@@ -414,9 +431,9 @@ def reference_trace(part_data, k, timeout=20.0, memory_mb=1024, python=None):
         return parse(*stored)
     if part_data.solution is None:
         return None
-    traced = trace_case(part_data.solution, part_data.configs[k], part_data.inputs[k], timeout, memory_mb,
-                        python=python)
-    return None if traced is None else traced[0]
+    runs = [trace_case(part_data.solution, part_data.configs[k], part_data.inputs[k], timeout, memory_mb,
+                       python=python) for _ in range(2)]
+    return None if None in runs else stable(runs[0][0], runs[1][0])
 
 
 def diagnose_case(part_data, k, root, wrong=(), timeout=20.0, memory_mb=1024, user=None, python=None):

@@ -21,6 +21,7 @@ from autograder.driver import PROVIDED_FILES, PROVIDED_FUNCTIONS     # plain tab
 MAX_TEXT = 2000                  # characters kept of any one string the child sent
 MAX_ITEMS = 20                   # entries kept of any list the child sent
 SHOWN_ARRAYS = 3                 # failing arrays shown in full for the first failing case
+MAX_DIAGNOSIS = 7                # lines of the diagnosis of a part's first failing case
 
 
 def _text(value, limit=MAX_TEXT):
@@ -57,8 +58,19 @@ def describe_case(config):
     return ", ".join(words)
 
 
+# what each cell's backward names the gradients it returns, (dx, (d_state parts)), as the handout's code does
+RETURNED = {"RNNCell": ("dx", ("dh",)), "GRUCell": ("dx", ("dh",)), "GRUBlockCell": ("d_x", ("d_h_prev",)),
+            "GMUCell": ("dx", ("dh", "dc")), "LSTMCell": ("dx", ("dh", "dc_prev")), "TGRUCell": ("dx", ("dh", "dm"))}
+
+
 def label(name, config):
-    """An array's name as the student's code spells it: ``grads['w_c']``, ``state_T[1]``, ``d_state0[0][1] (c)``."""
+    """An array's name as the student's code spells it: ``grads['w_c']``, ``state_T[1]``, ``d_state0[0][1] (c)``,
+    and a cell's returned gradients as its backward names them (``dh``, ``d_h_prev``)."""
+    returned = RETURNED.get(config.get("cell")) if config.get("kind") == "backward" else None
+    if returned and name == "dx":
+        return returned[0]
+    if returned and name in [f"d{n}_prev" for n in config["states"]]:
+        return returned[1][[f"d{n}_prev" for n in config["states"]].index(name)]
     parts = name.split("/")
     if parts[0] == "grad" and len(parts) == 2:
         return f"grads['{parts[1]}']"
@@ -91,6 +103,18 @@ def _error_case(header, report, sequence):
                        compare.error_hints(error, where, sequence))
 
 
+NUMERIC = r"RuntimeWarning: (overflow|divide by zero|invalid value) encountered"
+
+
+def numeric_hint(warning):
+    """The stable form for a floating-point warning raised on a student's line."""
+    if "overflow" in warning:
+        return compare.STABLE_SIGMOID if "in exp" in warning else compare.OVERFLOW
+    if "divide by zero" in warning:
+        return compare.LOG_OF_ZERO if "in log" in warning else compare.DIVIDE
+    return compare.INVALID
+
+
 def judge_case(k, config, expected, variants, report, arrays, verbose=False):
     """The verdict on one case."""
     header = f"case {k + 1} ({describe_case(config)})"
@@ -107,10 +131,10 @@ def judge_case(k, config, expected, variants, report, arrays, verbose=False):
     if mutated:
         failures.append(f"modified {', '.join(mutated)} in place: never change inputs or parameters in "
                         "forward/backward (x += … changes the caller's array; use x = x + …)")
-    overflow = [w for w in _texts(report.get("warnings")) if "overflow" in w]
-    if overflow:
-        failures.append(overflow[0] + (f" (and {len(overflow) - 1} more)" if len(overflow) > 1 else ""))
-        hints.append(compare.STABLE_SIGMOID if "in exp" in overflow[0] else compare.OVERFLOW)
+    numeric = [w for w in _texts(report.get("warnings")) if re.search(NUMERIC, w)]
+    if numeric:                      # costs the case in every part, even where the values come out right
+        failures.append(numeric[0] + (f" (and {len(numeric) - 1} more)" if len(numeric) > 1 else ""))
+        hints.append(numeric_hint(numeric[0]))
     types = report.get("types") if isinstance(report.get("types"), dict) else {}
     stepped = set(config.get("stepped", ()))
     for name, reference in expected.items():
@@ -225,5 +249,5 @@ def judge_part(part, part_data, outcome, verbose=False, diagnose=None):
     traced = next((k for k, v in enumerate(verdicts) if v.wrong and reports[k].get("status") == "ok"), None)
     if diagnose is not None and traced is not None:        # after the hints: the catalogue's come first
         lines += [line.replace("Where your values first go wrong:", f"Where case {traced + 1} first goes wrong:")
-                  for line in diagnose(traced, verdicts[traced].wrong)]
+                  for line in diagnose(traced, verdicts[traced].wrong)[:MAX_DIAGNOSIS]]
     return score, status, "\n".join(lines)

@@ -62,12 +62,18 @@ def assigned_variant(outputs):
 
 
 def reference_trace(config, inputs):
-    """(meta, values) of the solution's trace of one case (see ``tracing.Trace.pack``)."""
-    traced = diagnosis.trace_case(REPO, config, inputs, timeout=60)
-    if traced is None:
+    """(meta, values) of the solution's trace of one case (see ``tracing.Trace.pack``), traced twice: a value
+    that differs between the runs (random initial parameters) is no reference."""
+    runs = [diagnosis.trace_case(REPO, config, inputs, timeout=60) for _ in range(2)]
+    if None in runs:
         raise RuntimeError(f"part {config.get('part')}: the solution could not be traced")
-    outcome = traced[2]
-    return outcome.reports[0]["trace"], outcome.arrays[(0, diagnosis.TRACE)]
+    trace = diagnosis.stable(runs[0][0], runs[1][0])
+    records = [[r.name, r.file, r.line, r.frame, r.function, list(r.reads), list(r.value.shape)]
+               for r in trace.records]
+    callers = {str(f): [c, file, line] for f, (c, file, line, _) in trace.callers.items()}
+    flat = np.concatenate([r.value.ravel() for r in trace.records]) if trace.records else np.zeros(0)
+    # the data ships to students: no solution source (texts), only names, places and values
+    return {"records": records, "texts": {}, "lost": trace.lost, "callers": callers}, flat
 
 
 def build_part(part, seed, with_hints=True):
