@@ -9,16 +9,23 @@ q with the records it reads, in computation order.
 Matching, in the grading process, on plain arrays:
 
 1. q is *found* if a student value equals it (``allclose``), also up to a transpose, as one gate block of a
-   stacked array, or summed over the batch (axis 0).
-2. q is *right* if found, or if something computed from it is right (the student wrote it inline).
+   stacked array, or summed over the batch (axis 0); the value must be assigned after the student's values of
+   what q reads and of what q's call computed before it, and, if the student uses q's name, be that name's
+   next assignment (so d_prev never stands in for d_state, nor one step's value for the next one's).
+2. q is *right* if found, or if a statement computed from it is right (the student wrote q inline).
 3. The first wrong quantity is the first q, in the solution's order, that is not right while everything it
    reads is right.
-4. Its nearest candidate is a student value of a compatible shape, assigned after the student's values of q's
-   inputs, that matches nothing in the reference (a like name breaks ties): its file:line, got against
-   expected at the first entry that differs, and the kind of difference when recognisable (opposite sign, a
-   constant factor, transposed, one gate block, the previous step's value).
+4. Its nearest candidate: the student's next assignment of q's name after its inputs, else a value of a
+   compatible shape that matches nothing in the reference (a like name breaks ties). The report gives its
+   file:line (and, for a helper of the same file, the line that called it), got against expected at the
+   first entry that differs, and the kind of difference when recognisable (the opposite sign, a constant
+   factor, transposed, one gate block, the previous step's value, all zeros).
 5. Without a candidate (an inline expression): the quantities that read q, and the gate block the wrong
    outputs are confined to, if one.
+
+The reference trace holds names, places, dependencies and values, never the solution's source: the data ships
+with the student handout. Values that differ between two runs of the solution (a cell's random initial
+parameters, replaced once it is built) are dropped from it (``stable``).
 
 Everything the child sent is untrusted: ``parse`` checks the trace whole, and any problem means no diagnosis.
 Nothing here raises into the grader: ``explain`` returns [] when it cannot say anything.
@@ -350,7 +357,8 @@ def _what_is_right(finding, reference):
     same = [reference[k].name for k in finding.right if reference[k].frame == q.frame
             and not reference[k].name.startswith("return of")]
     words = []
-    earlier = [f for f in earlier if not f.rpartition(".")[2].startswith("_")]   # helpers: named where they fail
+    earlier = [f for f in earlier if not f.rpartition(".")[2].startswith("_")     # helpers: named where they fail
+               and "<locals>" not in f]
     if earlier and all(any(reference[k].function == f for k in finding.right) for f in earlier):
         wrong_before = [k for k in range(finding.wrong) if k not in set(finding.right)
                         and reference[k].function in earlier]
@@ -372,7 +380,7 @@ def _called_from(trace, record, levels=2):
             break
         gives = [r.name for r in trace.records if r.frame == caller and r.line == line]
         lines.append(f"    called from {file}:{line}" + (f" (which gives {_names(gives)})" if gives else "") +
-                     (f": {text}" if text else ""))
+                     (f":\n      {text}" if text else ""))
         frame = caller
     return lines
 
@@ -396,7 +404,7 @@ def explain(reference, student, config=None, wrong_outputs=()):
         s = mine[j]
         previous = [r.value for r in ref[:finding.wrong] if _base(r.name) == _base(q.name)][-1:]
         kind = kind_of_difference(s.value, q.value, previous, gates)
-        lines.append(f"  your `{s.name}` at {s.file}:{s.line}" + (f": {s.text}" if s.text else ""))
+        lines.append(f"  your `{s.name}` at {s.file}:{s.line}" + (f":\n    {s.text}" if s.text else ""))
         difference = "; ".join(t for t in (_first_difference(s.value, q.value), kind) if t)
         if difference:
             lines.append(f"    {difference}")

@@ -21,7 +21,7 @@ from autograder.driver import PROVIDED_FILES, PROVIDED_FUNCTIONS     # plain tab
 MAX_TEXT = 2000                  # characters kept of any one string the child sent
 MAX_ITEMS = 20                   # entries kept of any list the child sent
 SHOWN_ARRAYS = 3                 # failing arrays shown in full for the first failing case
-MAX_DIAGNOSIS = 7                # lines of the diagnosis of a part's first failing case
+MAX_DIAGNOSIS = 8                # lines of the diagnosis of a part's first failing case
 
 
 def _text(value, limit=MAX_TEXT):
@@ -248,6 +248,7 @@ def judge_part(part, part_data, outcome, verbose=False, diagnose=None):
     lines = [f"{passed} of {cases} cases passed"] + _message(verdicts, verbose)
     traced = next((k for k, v in enumerate(verdicts) if v.wrong and reports[k].get("status") == "ok"), None)
     if diagnose is not None and traced is not None:        # after the hints: the catalogue's come first
+        diagnosis = "\n".join(diagnose(traced, verdicts[traced].wrong)).splitlines()[:MAX_DIAGNOSIS]
         lines += [line.replace("Where your values first go wrong:", f"Where case {traced + 1} first goes wrong:")
-                  for line in diagnose(traced, verdicts[traced].wrong)[:MAX_DIAGNOSIS]]
+                  for line in diagnosis]
     return score, status, "\n".join(lines)

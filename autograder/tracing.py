@@ -15,6 +15,9 @@ kept; anything else is skipped. Targets are read without running the submission'
 instance's ``__dict__``, and indexing only of exact ``dict``, ``list`` and ``ndarray`` objects by constants,
 names and slices. ``return <expression>`` (not a bare name) is recorded as ``return of f``.
 
+``sys.settrace`` works on every Python the grader supports (3.11 has no ``sys.monitoring``; on 3.12+ the
+same tracer runs, and only failing cases are traced, so its speed matters little).
+
 Budgets: records, bytes and seconds. When one is spent, or anything in the tracer raises (a student's object
 can be anything), tracing stops for good and the run goes on untraced: what is lost is the diagnosis, never
 the case. Stdlib and NumPy only: the child loads this file by path (so does the test of the tracer).
@@ -52,13 +55,17 @@ def _text(node):
 
 
 def _loads(node):
-    """Texts of what an expression reads: names, attribute chains, subscripts, and the arrays indexed."""
-    found = set()
+    """What an expression reads: (text, base) of names, attribute chains and subscripts (base: the array or
+    dict indexed, read when that entry itself was never assigned: ``la[t - 1]`` reads what ``la[t]`` stored).
+    A name that is only indexed (``g`` in ``g["w"]``) is not read as a whole."""
+    found, bases = set(), set()
     for sub in ast.walk(node):
-        if isinstance(sub, (ast.Name, ast.Attribute, ast.Subscript)) and isinstance(getattr(sub, "ctx", None), ast.Load):
-            found.add(_text(sub))
-            if isinstance(sub, ast.Subscript):
-                found.add(_text(sub.value))
+        if isinstance(sub, ast.Subscript):
+            bases.add(id(sub.value))
+    for sub in ast.walk(node):
+        if isinstance(sub, (ast.Name, ast.Attribute, ast.Subscript)) and id(sub) not in bases \
+                and isinstance(getattr(sub, "ctx", None), (ast.Load, ast.Store)):
+            found.add((_text(sub), _text(sub.value) if isinstance(sub, ast.Subscript) else None))
     return found
 
 
@@ -262,7 +269,8 @@ class Trace:
         if statement is None:
             return
         # what it read, resolved before any of its own targets is recorded (a, b = f(a, b) reads the old a)
-        reads = sorted({state["by_text"].get(t, state["by_base"].get(t)) for t in statement.reads} - {None})
+        reads = sorted({state["by_text"].get(text, state["by_base"].get(base or text))
+                        for text, base in statement.reads} - {None})
         if statement.is_return:
             if returned is not None:
                 name = f"return of {frame.f_code.co_name}"

@@ -274,9 +274,13 @@ def names_line(text, mutant):
 
 
 def names_quantity(text, mutant):
-    """The report names what the mutated line computes (``return of f`` for a return)."""
+    """The report names what the mutated line computes: the diagnosis names it (```da```, ``return of f`` for a
+    return), or an error is located at the statement that assigns it (``at …:74 in backward: da = …``)."""
     quantities = [t.replace('"', "'") for t in mutant.targets] or ["return of "]
-    return any(f"`{q}" in text for q in quantities)
+    text = text.replace('"', "'")
+    assigned = re.findall(r"^\s*at mytorch/\S+:\d+ in \w+: (.*)$", text, re.M)
+    return any(f"`{q}" in text for q in quantities) or \
+        any(re.match(rf"(\w+, )*{re.escape(q)}(, \w+)* *(\+|-|\*)?=", line) for q in quantities for line in assigned)
 
 
 if __name__ == "__main__":
