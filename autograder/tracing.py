@@ -65,7 +65,9 @@ def _loads(node):
     for sub in ast.walk(node):
         if isinstance(sub, (ast.Name, ast.Attribute, ast.Subscript)) and id(sub) not in bases \
                 and isinstance(getattr(sub, "ctx", None), (ast.Load, ast.Store)):
-            found.add((_text(sub), _text(sub.value) if isinstance(sub, ast.Subscript) else None))
+            keyed = isinstance(sub, ast.Subscript) and isinstance(sub.slice, ast.Constant)   # g["w"]: one entry
+            base = _text(sub.value) if isinstance(sub, ast.Subscript) and not keyed else None
+            found.add((_text(sub), base if base else (_text(sub) if not keyed else "")))
     return found
 
 
@@ -269,7 +271,7 @@ class Trace:
         if statement is None:
             return
         # what it read, resolved before any of its own targets is recorded (a, b = f(a, b) reads the old a)
-        reads = sorted({state["by_text"].get(text, state["by_base"].get(base or text))
+        reads = sorted({state["by_text"].get(text, state["by_base"].get(base))
                         for text, base in statement.reads} - {None})
         if statement.is_return:
             if returned is not None:
