@@ -166,6 +166,15 @@ STABLE_SIGMOID = ("1 / (1 + np.exp(-a)) overflows for a below about -709 (it sti
                   "exp(min(a, 0)) / (1 + exp(-|a|))")
 OVERFLOW = ("a value went beyond float64's range (about 1.8e308) in your code: the grader counts that as a "
             "failure even where the result comes out right; rewrite the expression so no intermediate overflows")
+LOG_OF_ZERO = ("log of 0 in your code (a probability that underflowed, or log(sum(exp(a))) over terms that are all "
+               "-inf): the grader counts the warning as a failure. In log space add with the log-sum-exp, "
+               "m + log(sum(exp(a - m))) with m = max(a), which never overflows or underflows, and keep an "
+               "impossible state at -inf without taking a log (np.where, or np.errstate where a log of 0 is meant)")
+DIVIDE = ("a division by zero in your code: the grader counts the warning as a failure. Guard the "
+          "denominator (np.where(d > 0, n / d, 0.0)) or compute in log space, where a ratio is a difference")
+INVALID = ("an invalid value (NaN) in your code: 0/0, inf - inf or the log of a negative number. In log space, "
+           "-inf - (-inf) is NaN: subtract the max only where it is finite (the stable log-sum-exp, "
+           "m + log(sum(exp(a - m)))), and never mix probabilities and log-probabilities")
 CACHE_FIELD = ("forward's Cache has no field {field}: what backward (and the grader) read must be stored by "
                "forward, Cache(..., {field}=...)")
 _WEIGHTISH = re.compile(r"@\s*((?:p|self\.params|params)\[[\"'][^\"']+[\"']\]|[A-Za-z_]\w*(?![\w(]))(\.T\b)?")

@@ -5,8 +5,9 @@ manifest by ``python -m autograder.generate``). A file is used only if its sha25
 the data and the manifest together (which someone able to write ``data/`` could do) is still caught.
 
 A part's file holds, for case k: ``k:in:NAME`` (inputs), ``k:out:NAME`` (expected outputs) and
-``k:hint:ID:NAME`` (what known mistake ID produces where it differs), plus ``__configs__`` and
-``__hints__`` (JSON). Loading uses ``allow_pickle=False`` and checks the file's sha256 against the manifest
+``k:hint:ID:NAME`` (what known mistake ID produces where it differs), ``k:trace`` (the values of the
+solution's reference trace, see ``tracing``), plus ``__configs__``, ``__hints__`` and ``__traces__`` (JSON:
+per case the trace's records). Loading uses ``allow_pickle=False`` and checks the file's sha256 against the manifest
 first; any problem is a ``ReferenceDataError`` whose message names the file.
 """
 import dataclasses
@@ -43,6 +44,8 @@ class PartData:
     inputs: list                 # per case: {name: array}
     expected: list               # per case: {name: array}
     variants: list               # per case: {name: [(hint text, array), …]}
+    traces: list = None          # per case: the solution's trace (meta, values), or None (see diagnosis)
+    solution: str = None         # with a fresh seed: the solution's folder, which traces a case when asked
 
 
 def file_name(part_number):
@@ -179,11 +182,13 @@ def _read(content):
     data = {name: _array(member) for name, member in _members(content).items()}
     configs = json.loads(str(data["__configs__"]))
     hints = json.loads(str(data["__hints__"]))
+    metas = json.loads(str(data["__traces__"])) if "__traces__" in data else {}
     inputs, expected, variants = ([{} for _ in configs] for _ in range(3))
+    traces = [None for _ in configs]
     for key, value in data.items():
         if key.startswith("__"):
             continue
-        k, kind, rest = key.split(":", 2)
+        k, kind, rest = (key.split(":", 2) + [""])[:3]          # k:trace has no name
         k = int(k)
         if kind == "in":
             inputs[k][rest] = value
@@ -192,13 +197,21 @@ def _read(content):
         elif kind == "hint":
             hint_id, name = rest.split(":", 1)
             variants[k].setdefault(name, []).append((hints[hint_id], value))
-    return PartData(configs, inputs, expected, variants)
+        elif kind == "trace" and str(k) in metas:
+            traces[k] = (metas[str(k)], value)
+    return PartData(configs, inputs, expected, variants, traces)
 
 
-def write_part(part_number, configs, inputs, expected, variants, hints, data_dir=DATA_DIR):
-    """Write one part's file. ``variants``: per case {hint id: {name: array}}; ``hints``: {hint id: text}."""
-    arrays = {"__configs__": np.array(json.dumps(configs)), "__hints__": np.array(json.dumps(hints))}
+def write_part(part_number, configs, inputs, expected, variants, hints, data_dir=DATA_DIR, traces=None):
+    """Write one part's file. ``variants``: per case {hint id: {name: array}}; ``hints``: {hint id: text};
+    ``traces``: per case (meta, values) or None."""
+    traces = traces or [None] * len(configs)
+    metas = {str(k): t[0] for k, t in enumerate(traces) if t is not None}
+    arrays = {"__configs__": np.array(json.dumps(configs)), "__hints__": np.array(json.dumps(hints)),
+              "__traces__": np.array(json.dumps(metas))}
     for k in range(len(configs)):
+        if traces[k] is not None:
+            arrays[f"{k}:trace"] = traces[k][1]
         arrays.update({f"{k}:in:{n}": v for n, v in inputs[k].items()})
         arrays.update({f"{k}:out:{n}": v for n, v in expected[k].items()})
         for hint_id, outputs in variants[k].items():

@@ -6,6 +6,7 @@ the cell or layer, feeds the case's inputs, and collects what comes back (plus w
 was, which inputs or parameters were changed in place, and where an error was raised). Judging happens in the
 parent.
 """
+import contextlib
 import importlib.util
 import json
 import linecache
@@ -314,6 +315,7 @@ class CaseResult:
         self.record = Recorder()
         self.status, self.error, self.where, self.mutated, self.warnings = "ok", "", "", [], []
         self.layer = None                # a sequence case's layer: its BPTT lines are reported (places.find)
+        self.trace = None
 
 
 # Provided code a student does not write: an error raised there is reported at the student's line that
@@ -338,6 +340,12 @@ def _inside(path, root):
 def _provided(relpath, function):
     relpath = relpath.replace(os.sep, "/")
     return relpath in PROVIDED_FILES or (relpath, function) in PROVIDED_FUNCTIONS
+
+
+def _traced_not(relpath, function):
+    """Code the trace skips: anything outside mytorch/ (the instructor's checkout holds the grader too) and the
+    provided code."""
+    return not relpath.startswith("mytorch/") or _provided(relpath, function)
 
 
 def where_in(error, root):
@@ -411,15 +419,19 @@ def describe_error(error):
     return f"{name}: {message}"[:2000]
 
 
-def run_case(mytorch, root, config, inputs):
+def run_case(mytorch, root, config, inputs, tracing=None):
+    """One case. With ``config['trace']`` and the ``tracing`` module, the values the submission computes are
+    recorded too (``result.trace``); a trace that fails costs only itself."""
     result = CaseResult()
     originals = {k: v.copy() for k, v in inputs.items()}
+    trace = tracing.Trace(root, _traced_not) if config.get("trace") and tracing is not None else None
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
                 run = {"sequence": sequence_case, "ctc": ctc_case}.get(config["kind"], cell_case)
-                run(mytorch, config, inputs, result)
+                with trace if trace is not None else contextlib.nullcontext():
+                    run(mytorch, config, inputs, result)
             finally:
                 result.warnings = _student_warnings(caught, root)
     except NotImplementedError as error:
@@ -432,17 +444,28 @@ def run_case(mytorch, root, config, inputs):
         if not np.array_equal(inputs[name], value):
             result.mutated.append(f"input {name}")
     result.places = places.find(result.layer, root) if result.layer is not None else {}
+    if trace is not None:
+        try:
+            result.trace = trace.pack()
+        except Exception:                               # e.g. out of memory: the case keeps its result
+            result.trace = None
     return result
 
 
-def run(mytorch, root, configs, inputs_list):
+def run(mytorch, root, configs, inputs_list, tracing=None):
     """Every case; returns ``(arrays, report)`` ready for ``np.savez``."""
     arrays, report = {}, []
     for k, (config, inputs) in enumerate(zip(configs, inputs_list)):
-        result = run_case(mytorch, root, config, inputs)
+        result = run_case(mytorch, root, config, inputs, tracing)
         for name, value in result.record.arrays.items():
             arrays[f"{k}:{name}"] = value
         report.append({"status": result.status, "error": result.error, "where": result.where,
                        "types": result.record.types, "mutated": result.mutated, "warnings": result.warnings,
                        "places": result.places})
+        if result.trace is not None:                    # see tracing.Trace.pack
+            report[-1]["trace"] = result.trace[0]
+            arrays[f"{k}:{TRACE}"] = result.trace[1]
     return arrays, json.dumps(report)
+
+
+TRACE = "__trace__"                                     # the array holding a traced case's values

@@ -21,6 +21,7 @@ from autograder.driver import PROVIDED_FILES, PROVIDED_FUNCTIONS     # plain tab
 MAX_TEXT = 2000                  # characters kept of any one string the child sent
 MAX_ITEMS = 20                   # entries kept of any list the child sent
 SHOWN_ARRAYS = 3                 # failing arrays shown in full for the first failing case
+MAX_DIAGNOSIS = 8                # lines of the diagnosis of a part's first failing case
 
 
 def _text(value, limit=MAX_TEXT):
@@ -57,8 +58,19 @@ def describe_case(config):
     return ", ".join(words)
 
 
+# what each cell's backward names the gradients it returns, (dx, (d_state parts)), as the handout's code does
+RETURNED = {"RNNCell": ("dx", ("dh",)), "GRUCell": ("dx", ("dh",)), "GRUBlockCell": ("d_x", ("d_h_prev",)),
+            "GMUCell": ("dx", ("dh", "dc")), "LSTMCell": ("dx", ("dh", "dc_prev")), "TGRUCell": ("dx", ("dh", "dm"))}
+
+
 def label(name, config):
-    """An array's name as the student's code spells it: ``grads['w_c']``, ``state_T[1]``, ``d_state0[0][1] (c)``."""
+    """An array's name as the student's code spells it: ``grads['w_c']``, ``state_T[1]``, ``d_state0[0][1] (c)``,
+    and a cell's returned gradients as its backward names them (``dh``, ``d_h_prev``)."""
+    returned = RETURNED.get(config.get("cell")) if config.get("kind") == "backward" else None
+    if returned and name == "dx":
+        return returned[0]
+    if returned and name in [f"d{n}_prev" for n in config["states"]]:
+        return returned[1][[f"d{n}_prev" for n in config["states"]].index(name)]
     parts = name.split("/")
     if parts[0] == "grad" and len(parts) == 2:
         return f"grads['{parts[1]}']"
@@ -74,9 +86,10 @@ def label(name, config):
 class CaseVerdict:
     """One case: passed or not, its full lines, its one-line summary, and the hints it raised."""
 
-    def __init__(self, passed, header, lines=(), summary="", hints=()):
+    def __init__(self, passed, header, lines=(), summary="", hints=(), wrong=()):
         self.passed, self.header, self.lines = passed, header, list(lines)
         self.summary, self.hints = summary, list(hints)
+        self.wrong = list(wrong)         # (label, got, expected) of the arrays whose values differ
 
 
 def _error_case(header, report, sequence):
@@ -92,6 +105,18 @@ def _error_case(header, report, sequence):
     return CaseVerdict(False, header, lines, f"{header}: {first_line}{place}", hints)
 
 
+NUMERIC = r"RuntimeWarning: (overflow|divide by zero|invalid value) encountered"
+
+
+def numeric_hint(warning):
+    """The stable form for a floating-point warning raised on a student's line."""
+    if "overflow" in warning:
+        return compare.STABLE_SIGMOID if "in exp" in warning else compare.OVERFLOW
+    if "divide by zero" in warning:
+        return compare.LOG_OF_ZERO if "in log" in warning else compare.DIVIDE
+    return compare.INVALID
+
+
 def judge_case(k, config, expected, variants, report, arrays, verbose=False):
     """The verdict on one case."""
     header = f"case {k + 1} ({describe_case(config)})"
@@ -103,15 +128,15 @@ def judge_case(k, config, expected, variants, report, arrays, verbose=False):
         return CaseVerdict(False, header, [line], line)
     if status in ("error", "import_error"):
         return _error_case(header, report, sequence)
-    failures, hints = [], []
+    failures, hints, wrong = [], [], []
     mutated = _texts(report.get("mutated"))
     if mutated:
         failures.append(f"modified {', '.join(mutated)} in place: never change inputs or parameters in "
                         "forward/backward (x += … changes the caller's array; use x = x + …)")
-    overflow = [w for w in _texts(report.get("warnings")) if "overflow" in w]
-    if overflow:
-        failures.append(overflow[0] + (f" (and {len(overflow) - 1} more)" if len(overflow) > 1 else ""))
-        hints.append(compare.STABLE_SIGMOID if "in exp" in overflow[0] else compare.OVERFLOW)
+    numeric = [w for w in _texts(report.get("warnings")) if re.search(NUMERIC, w)]
+    if numeric:                      # costs the case in every part, even where the values come out right
+        failures.append(numeric[0] + (f" (and {len(numeric) - 1} more)" if len(numeric) > 1 else ""))
+        hints.append(numeric_hint(numeric[0]))
     types = report.get("types") if isinstance(report.get("types"), dict) else {}
     stepped = set(config.get("stepped", ()))
     for name, reference in expected.items():
@@ -122,6 +147,7 @@ def judge_case(k, config, expected, variants, report, arrays, verbose=False):
         if not verdict.passed:
             failures.append(verdict.message)
             hints += verdict.hints
+            wrong.append((label(name, config), arrays.get(name), reference))
     if not failures:
         return CaseVerdict(True, header, [f"{header}: passed"] if verbose else [])
     if sequence:
@@ -133,7 +159,7 @@ def judge_case(k, config, expected, variants, report, arrays, verbose=False):
     first = failures[0].splitlines()[0]
     first = first if len(first) <= 100 else first[:99] + "…"
     others = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
-    return CaseVerdict(False, header, lines, f"{header}: {first}{others}", hints)
+    return CaseVerdict(False, header, lines, f"{header}: {first}{others}", hints, wrong)
 
 
 def _placed(hint, found):
@@ -198,8 +224,9 @@ def strip_dump(output):
     return output[:match.start()] if match else output
 
 
-def judge_part(part, part_data, outcome, verbose=False):
-    """``(score, status, output)`` of one part from the child's outcome."""
+def judge_part(part, part_data, outcome, verbose=False, diagnose=None):
+    """``(score, status, output)`` of one part from the child's outcome. ``diagnose(k, wrong)``: lines that
+    say where case k first goes wrong (``diagnosis``), asked for the first case whose values differ."""
     cases = len(part_data.configs)
     if outcome.failure:
         lines = [f"Your code {outcome.failure}."]
@@ -233,4 +260,10 @@ def judge_part(part, part_data, outcome, verbose=False):
     passed = sum(v.passed for v in verdicts)
     score = round(part.points * passed / cases, 2)
     status = "passed" if passed == cases else "failed"
-    return score, status, "\n".join([f"{passed} of {cases} cases passed"] + _message(verdicts, verbose))
+    lines = [f"{passed} of {cases} cases passed"] + _message(verdicts, verbose)
+    traced = next((k for k, v in enumerate(verdicts) if v.wrong and reports[k].get("status") == "ok"), None)
+    if diagnose is not None and traced is not None:        # after the hints: the catalogue's come first
+        diagnosis = "\n".join(diagnose(traced, verdicts[traced].wrong)).splitlines()[:MAX_DIAGNOSIS]
+        lines += [line.replace("Where your values first go wrong:", f"Where case {traced + 1} first goes wrong:")
+                  for line in diagnosis]
+    return score, status, "\n".join(lines)

@@ -11,6 +11,8 @@ Cases come from ``spec.make_cases(part, seed)``. Expected outputs are computed b
 the students' code runs in, on this repository's solution. For every known mistake that carries a hint
 (``mistakes.HINTED``), the solution is copied with that mistake applied and run too; where its outputs
 differ from the solution's, they are stored, so the grader can recognise the mistake in a student's arrays.
+Every case is also run once more with tracing on, and the solution's named quantities (``tracing``) are
+stored as the case's reference trace, which ``diagnosis`` matches a failing student's values against.
 Not shipped in the student handout.
 """
 import argparse
@@ -21,7 +23,7 @@ import tempfile
 
 import numpy as np
 
-from autograder import compare, course, data, sandbox, spec
+from autograder import compare, course, data, diagnosis, sandbox, spec
 
 SEED = course.DEFAULT_SEED
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -63,8 +65,23 @@ def assigned_variant(outputs):
     return assigned
 
 
+def reference_trace(config, inputs):
+    """(meta, values) of the solution's trace of one case (see ``tracing.Trace.pack``), traced twice: a value
+    that differs between the runs (random initial parameters) is no reference."""
+    runs = [diagnosis.trace_case(REPO, config, inputs, timeout=60) for _ in range(2)]
+    if None in runs:
+        raise RuntimeError(f"part {config.get('part')}: the solution could not be traced")
+    trace = diagnosis.stable(runs[0][0], runs[1][0])
+    records = [[r.name, r.file, r.line, r.frame, r.function, list(r.reads), list(r.value.shape)]
+               for r in trace.records]
+    callers = {str(f): [c, file, line] for f, (c, file, line, _) in trace.callers.items()}
+    flat = np.concatenate([r.value.ravel() for r in trace.records]) if trace.records else np.zeros(0)
+    # the data ships to students: no solution source (texts), only names, places and values
+    return {"records": records, "texts": {}, "lost": trace.lost, "callers": callers}, flat
+
+
 def build_part(part, seed, with_hints=True):
-    """(configs, inputs, expected, variants, hints) for one part."""
+    """(configs, inputs, expected, variants, hints, traces) for one part."""
     from autograder import mistakes                               # instructor-only module
 
     cases = spec.make_cases(part, seed)
@@ -92,14 +109,16 @@ def build_part(part, seed, with_hints=True):
             if differing:
                 variants[k][mistake.id] = differing
                 hints[mistake.id] = mistake.hint
-    return configs, inputs, expected, variants, hints
+    traces = [reference_trace(c, i) for c, i in zip(configs, inputs)]
+    return configs, inputs, expected, variants, hints, traces
 
 
 def generate(seed=None, parts=spec.PARTS):
     seed = course.load_course().seed if seed is None else seed
     os.makedirs(data.DATA_DIR, exist_ok=True)
     for part in parts:
-        data.write_part(part.number, *build_part(part, seed))
+        *built, traces = build_part(part, seed)
+        data.write_part(part.number, *built, traces=traces)
         print(f"part {part.number}: {data.file_name(part.number)}")
     data.write_manifest(seed, [p.number for p in spec.PARTS])
 
@@ -111,7 +130,7 @@ def check(seed=None):
     problems = []
     for part in spec.PARTS:
         stored = data.load_part(part.number, manifest=manifest)
-        configs, inputs, expected, variants, _ = build_part(part, seed)
+        configs, inputs, expected, variants, _, _ = build_part(part, seed)
         if configs != stored.configs:
             problems.append(f"part {part.number}: the case configs differ")
             continue

@@ -8,7 +8,7 @@ import concurrent.futures
 import dataclasses
 import os
 
-from autograder import course, data, feedback, sandbox, spec, untrusted, zygote
+from autograder import course, data, diagnosis, feedback, sandbox, spec, untrusted, zygote
 
 PART_OUTPUT_LIMIT = 16000        # characters of one part's message: the results file stays well under 1 MB
 
@@ -26,9 +26,9 @@ class PartResult:
         return self.status == "passed"
 
 
-def judge(part, part_data, outcome, verbose=False):
+def judge(part, part_data, outcome, verbose=False, diagnose=None):
     """Score one part from the child's outcome (the message is built in ``feedback``)."""
-    return PartResult(part, *feedback.judge_part(part, part_data, outcome, verbose), outcome.seconds)
+    return PartResult(part, *feedback.judge_part(part, part_data, outcome, verbose, diagnose), outcome.seconds)
 
 
 def _fresh_part_data(part, seed, solution, timeout, memory_mb, python=None):
@@ -40,7 +40,7 @@ def _fresh_part_data(part, seed, solution, timeout, memory_mb, python=None):
         problem = outcome.failure or next(r["error"] for r in outcome.reports if r.get("status") != "ok")
         raise data.ReferenceDataError(f"the reference solution in {solution} failed on part {part.number}: {problem}")
     expected = [{name: a for (case, name), a in outcome.arrays.items() if case == k} for k in range(len(configs))]
-    return data.PartData(configs, inputs, expected, [{} for _ in configs])
+    return data.PartData(configs, inputs, expected, [{} for _ in configs], solution=solution)
 
 
 def reference(part, fresh_seed, solution, timeout, memory_mb, manifest, python=None):
@@ -63,7 +63,11 @@ def grade_part(part, part_data, root, timeout, memory_mb, verbose, user, python=
     try:
         outcome = sandbox.run_child(root, part_data.configs, part_data.inputs, timeout=timeout, memory_mb=memory_mb,
                                     user=user, python=python, zygote=worker, bytecode=bytecode)
-        result = judge(part, part_data, outcome, verbose)
+
+        def diagnose(k, wrong):                 # a failing case re-run with tracing: the first wrong quantity
+            return diagnosis.diagnose_case(part_data, k, root, wrong, timeout, memory_mb, user, python,
+                                           zygote=worker, bytecode=bytecode)
+        result = judge(part, part_data, outcome, verbose, diagnose)
     except Exception as error:          # a fault of the grader itself: this part scores 0, the others go on
         result = PartResult(part, 0.0, "error", f"The grader failed on this part ({type(error).__name__}: {error}); "
                                                 "please report it to the course staff.")

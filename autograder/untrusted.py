@@ -50,7 +50,8 @@ def value(item, depth=0):
 
 def reports(items, cases):
     """The per-case reports as the grader expects them: ``cases`` dicts whose status, error and where are
-    strings, types a dict of strings and mutated a list of strings. Raises ValueError if it cannot be that."""
+    strings, types a dict of strings and mutated a list of strings (a traced case's ``trace`` is left as
+    it came, for ``diagnosis.parse``, which checks all of it). Raises ValueError if it cannot be that."""
     if not isinstance(items, list) or len(items) != cases or not all(isinstance(r, dict) for r in items):
         raise ValueError("the report does not describe every case")
     cleaned = []
@@ -63,5 +64,6 @@ def reports(items, cases):
             raise ValueError("a case report is malformed")
         r["types"] = {k: text(v) for k, v in r.get("types", {}).items()}
         r["mutated"] = [text(m) for m in r.get("mutated", [])]
+        r["trace"] = report.get("trace")                  # raw: only diagnosis.parse reads it, and checks it
         cleaned.append(r)
     return cleaned

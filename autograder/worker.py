@@ -57,7 +57,7 @@ def main(root, request_fd, response_fd):
     dump_after = float(os.environ.get("MYTORCH_GRADER_DUMP_AFTER", "0") or 0)
     if dump_after > 0:
         faulthandler.dump_traceback_later(dump_after, exit=False)
-    driver, frames = _load("driver"), _load("frames")
+    driver, frames, tracing = _load("driver"), _load("frames"), _load("tracing")
     configs, arrays = frames.decode(_read_all(int(request_fd)))
     inputs = [{} for _ in configs]
     for (k, name), value in arrays.items():
@@ -76,7 +76,7 @@ def main(root, request_fd, response_fd):
                                                 _where(driver, error, root))
     else:
         try:
-            arrays, report_json = driver.run(mytorch, root, configs, inputs)
+            arrays, report_json = driver.run(mytorch, root, configs, inputs, tracing)
             report = json.loads(report_json)
             arrays = {(int(key.split(":", 1)[0]), key.split(":", 1)[1]): value for key, value in arrays.items()}
         except BaseException as error:                  # e.g. an exception the driver could not describe

@@ -6,7 +6,9 @@
 1. A full grade of the solution (``python -m autograder``) against one ``python -c "import numpy"``, in
    interleaved rounds (a pause before each sample), each ratio taken within its round and the median reported;
    the same with one Python per part (MYTORCH_GRADER_ZYGOTE=0), and with ``--run-as`` when given (as root; the
-   user must be able to run ``--python``). Target: at most 8x.
+   user must be able to run ``--python``). Target: at most 8x. In the same rounds, the student handout,
+   where every part fails and each failing part's first case is traced and diagnosed: target under 3x the
+   solution's time.
 2. A class: ``--class-size`` submissions, half copies of the solution and half of the student handout (built
    with ``python -m handout build``), graded by ``python -m autograder batch --jobs N``, against the sum of
    their single full grades, which is the class size times the median single grade of each kind measured in
@@ -52,12 +54,21 @@ def rounds(peers, runs):
     return times
 
 
+def build_handout(tmp):
+    handout = os.path.join(tmp, "handout")
+    if not os.path.isdir(handout):
+        subprocess.run([sys.executable, "-m", "handout", "build", "--out", handout], cwd=REPO, check=True,
+                       capture_output=True)
+    return handout
+
+
 def single_grades(args, tmp):
     numpy = ([sys.executable, "-c", "import numpy"], None)
     results = os.path.join(tmp, "r.json")
     peers = {"import numpy": numpy,
              "grade": (grade_command(REPO, results), None),
-             "grade, one Python per part": (grade_command(REPO, results), {"MYTORCH_GRADER_ZYGOTE": "0"})}
+             "grade, one Python per part": (grade_command(REPO, results), {"MYTORCH_GRADER_ZYGOTE": "0"}),
+             "grade the handout": (grade_command(build_handout(tmp), results), None)}
     if args.run_as:
         extra = ["--run-as", args.run_as] + (["--python", args.python] if args.python else [])
         peers["import numpy"] = ([args.python or sys.executable, "-c", "import numpy"], None)
@@ -69,14 +80,15 @@ def single_grades(args, tmp):
     for name, samples in times.items():
         if name != "import numpy":
             ratio = statistics.median(t / b for t, b in zip(samples, base))
+            target = name in ("grade", "grade --run-as")
             print(f"{name:<28} median {statistics.median(samples):6.2f} s  = {ratio:5.1f}x import numpy"
-                  f"{'  (target <= 8x)' if name.startswith('grade') and 'one Python' not in name else ''}")
+                  f"{'  (target <= 8x)' if target else ''}")
+    failing = statistics.median(h / g for h, g in zip(times["grade the handout"], times["grade"]))
+    print(f"the handout, every part failing and diagnosed: {failing:.2f}x the solution's grade (target < 3x)")
 
 
 def a_class(args, tmp):
-    handout = os.path.join(tmp, "handout")
-    subprocess.run([sys.executable, "-m", "handout", "build", "--out", handout], cwd=REPO, check=True,
-                   capture_output=True)
+    handout = build_handout(tmp)
     originals = {"solution": REPO, "handout": handout}
     subs = os.path.join(tmp, "class")
     for k in range(args.class_size):

@@ -1,0 +1,461 @@
+"""Find where a failing case first goes wrong: the student's first wrong quantity and the line that computed it.
+
+The grader re-runs the first failing case of a part in a fresh child with tracing on (``tracing``): every
+value the submission's own frames assign comes back, with its file:line. The reference trace is the same
+record of the solution on the same case (stored with the reference data by ``python -m autograder.generate``,
+or, with a fresh seed, computed by the solution's child when asked). Each reference record is a named quantity
+q with the records it reads, in computation order.
+
+Matching, in the grading process, on plain arrays:
+
+1. q is *found* if a student value equals it (``allclose``), also up to a transpose, as one gate block of a
+   stacked array, or summed over the batch (axis 0); the value must be assigned after the student's values of
+   what q reads and of what q's call computed before it, and, if the student uses q's name, be that name's
+   next assignment (so d_prev never stands in for d_state, nor one step's value for the next one's).
+2. q is *right* if found, or if a statement computed from it is right (the student wrote q inline).
+3. The first wrong quantity is the first q, in the solution's order, that is not right while everything it
+   reads is right.
+4. Its nearest candidate: the student's next assignment of q's name after its inputs, else a value of a
+   compatible shape that matches nothing in the reference (a like name breaks ties). The report gives its
+   file:line (and, for a helper of the same file, the line that called it), got against expected at the
+   first entry that differs, and the kind of difference when recognisable (the opposite sign, a constant
+   factor, transposed, one gate block, the previous step's value, all zeros).
+5. Without a candidate (an inline expression): the quantities that read q, and the gate block the wrong
+   outputs are confined to, if one.
+
+The reference trace holds names, places, dependencies and values, never the solution's source: the data ships
+with the student handout. Values that differ between two runs of the solution (a cell's random initial
+parameters, replaced once it is built) are dropped from it (``stable``).
+
+Everything the child sent is untrusted: ``parse`` checks the trace whole, and any problem means no diagnosis.
+Nothing here raises into the grader: ``explain`` returns [] when it cannot say anything.
+"""
+import dataclasses
+import difflib
+import re
+
+import numpy as np
+
+from autograder import sandbox, untrusted
+
+RTOL, ATOL = 1e-6, 1e-8
+RECORD_LIMIT = 5000              # records accepted from one trace
+SHOWN_RIGHT = 4                  # right quantities named before the wrong one
+GATES = {"GRUCell": ("r", "z", "n"), "LSTMCell": ("i", "f", "g", "o"), "GMUCell": ("i", "m", "o"),
+         "TGRUCell": ("z", "f", "o"), "GRUBlockCell": ("r", "u")}
+TRACE = "__trace__"              # the array of a traced case's values (driver.TRACE)
+
+
+@dataclasses.dataclass
+class Record:
+    name: str
+    file: str
+    line: int
+    text: str
+    frame: int
+    function: str
+    reads: tuple
+    value: np.ndarray
+
+
+def _int(v, low=0, high=1 << 31):
+    if type(v) is not int or not low <= v < high:
+        raise ValueError("not a bounded integer")
+    return v
+
+
+def parse(meta, flat):
+    """The records of one trace (see ``tracing.Trace.pack``), checked; ValueError if anything is malformed."""
+    if not isinstance(meta, dict) or not isinstance(meta.get("records"), list) or type(flat) is not np.ndarray:
+        raise ValueError("not a trace")
+    entries, texts = meta["records"], meta.get("texts") if isinstance(meta.get("texts"), dict) else {}
+    if len(entries) > RECORD_LIMIT or flat.ndim != 1 or flat.dtype != np.float64:
+        raise ValueError("a trace too long or of the wrong type")
+    records, offset = [], 0
+    for index, entry in enumerate(entries):
+        if not (isinstance(entry, list) and len(entry) == 7 and all(isinstance(entry[k], str) for k in (0, 1, 4))
+                and isinstance(entry[5], list) and isinstance(entry[6], list) and len(entry[6]) <= 8):
+            raise ValueError("a malformed trace record")
+        shape = tuple(_int(d, 0, 1 << 24) for d in entry[6])
+        size = int(np.prod(shape, dtype=np.int64))
+        if offset + size > flat.size:
+            raise ValueError("a trace's values are cut short")
+        reads = tuple(r for r in (_int(r) for r in entry[5][:64]) if r < index)
+        name, file = untrusted.text(entry[0], 120), untrusted.text(entry[1], 200)
+        line = _int(entry[2], 0, 1 << 24)
+        text = untrusted.text(texts.get(f"{entry[1]}:{line}", ""), 200)
+        records.append(Record(name, file, line, text, _int(entry[3]), untrusted.text(entry[4], 80), reads,
+                              flat[offset:offset + size].reshape(shape)))
+        offset += size
+    if offset != flat.size:
+        raise ValueError("a trace's values do not add up")
+    callers = {}
+    raw = meta.get("callers") if isinstance(meta.get("callers"), dict) else {}
+    for frame, entry in list(raw.items())[:RECORD_LIMIT]:
+        if isinstance(entry, list) and len(entry) == 3 and isinstance(entry[1], str) and frame.isdigit():
+            file, line = untrusted.text(entry[1], 200), _int(entry[2], 0, 1 << 24)
+            callers[int(frame)] = (_int(entry[0]), file, line, untrusted.text(texts.get(f"{entry[1]}:{line}", ""), 200))
+    lost = untrusted.text(meta.get("lost", ""), 200) if isinstance(meta.get("lost", ""), str) else ""
+    return Trace(records, lost, callers)
+
+
+@dataclasses.dataclass
+class Trace:
+    records: list
+    lost: str = ""
+    callers: dict = dataclasses.field(default_factory=dict)   # frame -> (caller frame, file, line, text)
+
+
+def trace_case(root, config, inputs, timeout=20.0, memory_mb=1024, user=None, python=None, **child):
+    """Run one case of the mytorch in ``root`` with tracing on: ``(Trace, outcome)``, or None. ``child``: how
+    the child starts (``zygote``, ``bytecode``: see ``sandbox.run_child``)."""
+    outcome = sandbox.run_child(root, [dict(config, trace=True)], [inputs], timeout=timeout, memory_mb=memory_mb,
+                                user=user, python=python, **child)
+    if outcome.failure or not outcome.reports:
+        return None
+    meta, flat = outcome.reports[0].get("trace"), outcome.arrays.get((0, TRACE))
+    try:
+        return parse(meta, flat), outcome
+    except (ValueError, TypeError):
+        return None
+
+
+def stable(first, second):
+    """``first`` without the records whose value differs in ``second``, a second run of the same case: what
+    depends on more than the case (a cell's random initial parameters, replaced after it is built)."""
+    if [r.name for r in first.records] != [r.name for r in second.records]:
+        return first
+    keep = [a.value.shape == b.value.shape and bool(np.array_equal(a.value, b.value, equal_nan=True))
+            for a, b in zip(first.records, second.records)]
+    new_index, records = {}, []
+    for i, record in enumerate(first.records):
+        if keep[i]:
+            new_index[i] = len(records)
+            records.append(dataclasses.replace(record, reads=tuple(new_index[p] for p in record.reads
+                                                                   if p in new_index)))
+    return Trace(records, first.lost, first.callers)
+
+
+# ---- matching
+
+def _close_rows(matrix, target):
+    """Which rows of ``matrix`` (n, size) equal ``target`` (size,) within the tolerance (±inf and NaN alike)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        same = (matrix == target) | (np.abs(matrix - target) <= ATOL + RTOL * np.abs(target))
+        same |= np.isnan(matrix) & np.isnan(target)
+    return same.all(axis=1)
+
+
+def _views(value):
+    """(how, array) for every form a student's value may hold a reference quantity in."""
+    views = [("", value)]
+    if value.ndim == 2:
+        views.append(("transposed", value.T))
+    if value.ndim >= 2 and value.shape[0] > 1:
+        views.append(("summed over the batch", value.sum(axis=0)))
+    for axis in {value.ndim - 1, 0} if value.ndim else ():
+        size = value.shape[axis]
+        for blocks in (2, 3, 4):
+            if size % blocks == 0 and size >= 2 * blocks:
+                for k, block in enumerate(np.split(value, blocks, axis=axis)):
+                    views.append((f"block {k + 1} of {blocks}", block))
+    return views
+
+
+class _Index:
+    """The student's values, and their views, grouped by shape for one vectorised comparison per quantity."""
+
+    def __init__(self, records):
+        groups = {}
+        for j, record in enumerate(records):
+            for how, view in _views(record.value):
+                groups.setdefault(view.shape, []).append((j, how, view.ravel()))
+        self.groups = {shape: ([j for j, _, _ in rows], [how for _, how, _ in rows],
+                               np.stack([v for _, _, v in rows]))
+                       for shape, rows in groups.items()}
+
+    def find(self, value):
+        """[(student index, how)] of the values equal to ``value``."""
+        group = self.groups.get(value.shape)
+        if group is None:
+            return []
+        indices, hows, matrix = group
+        hits = np.flatnonzero(_close_rows(matrix, value.ravel()))
+        return [(indices[h], hows[h]) for h in hits]
+
+
+@dataclasses.dataclass
+class Finding:
+    wrong: int                   # index of the first wrong reference quantity
+    right: list                  # indices of the reference quantities found right
+    found: dict                  # reference index -> [(student index, how)]
+    after: int = -1              # the student's values of what it reads end here
+
+
+def _last(at, i):
+    """The student's index of the latest reference quantity before i that was found, or -1."""
+    return next((at[p] for p in range(i - 1, -1, -1) if p in at), -1)
+
+
+def first_wrong(reference, student):
+    """A ``Finding`` for the first wrong quantity, or None if every reference quantity is right."""
+    index = _Index(student)
+    names = {}
+    for j, s in enumerate(student):
+        names.setdefault(_base(s.name), set()).add(j)
+    found, at, bounds = {}, {}, {}
+    for i, q in enumerate(reference):
+        hits = index.find(q.value)
+        # only values assigned after the student's values of what q reads (not an earlier step's) …
+        # after the student's values of what q reads, and of what its own call computed before it (a call's
+        # statements run in order); a first value of a call: after what was computed just before it
+        before = next((at[p] for p in range(i - 1, -1, -1) if p in at and reference[p].frame == q.frame), None)
+        after = max([at[p] for p in q.reads if p in at] + ([before] if before is not None else []), default=None)
+        if after is None:
+            after = _last(at, i)
+        hits = [(j, how) for j, how in hits if j > after]
+        # … and for a name the student uses too, only its next assignment (d_prev must not stand in for d_state,
+        # nor next step's value for this one)
+        named = sorted(j for j in names.get(_base(q.name), ()) if j > after)
+        found[i] = [(j, how) for j, how in hits if j == named[0]] if named else hits
+        if found[i]:
+            at[i] = min(j for j, _ in found[i])
+        bounds[i] = after
+    children = [[] for _ in reference]
+    for i, q in enumerate(reference):
+        for p in q.reads:
+            children[p].append(i)
+    # the records of one statement (a, b = f(…)) read the same things: one vouches for them only with the others
+    statement = [i if i == 0 or (reference[i - 1].frame, reference[i - 1].line) != (q.frame, q.line) else None
+                 for i, q in enumerate(reference)]
+    for i in range(1, len(reference)):
+        statement[i] = statement[i - 1] if statement[i] is None else statement[i]
+    members = {}
+    for i, first in enumerate(statement):
+        members.setdefault(first, []).append(i)
+    right = [False] * len(reference)
+    for i in reversed(range(len(reference))):          # found, or read by something right (inline)
+        right[i] = bool(found[i]) or any(all(right[m] for m in members[statement[c]]) for c in children[i])
+    for i, q in enumerate(reference):
+        if not right[i] and all(right[p] for p in q.reads):
+            return Finding(i, [k for k in range(i) if right[k]], found, bounds[i])
+    return None
+
+
+def _compatible(q, value):
+    """How ``value`` could hold q: '' same shape, 'transposed', 'block' (q is one block of it), or None."""
+    if value.shape == q.shape:
+        return ""
+    if q.ndim == 2 and value.shape == q.shape[::-1]:
+        return "transposed"
+    if value.ndim == q.ndim and value.ndim >= 1:
+        ratios = [a / b if b else 0 for a, b in zip(value.shape, q.shape)]
+        if sorted(ratios)[:-1] == [1] * (len(ratios) - 1) and max(ratios) in (2, 3, 4):
+            return "block"
+    return None
+
+
+def candidate(finding, reference, student):
+    """The student's value nearest to the wrong quantity: index into ``student``, or None. Its name's next
+    assignment after its inputs if the student uses the name; else a value of a compatible shape that matches
+    nothing in the reference, a like name first."""
+    q = reference[finding.wrong]
+    named = [j for j in range(finding.after + 1, len(student)) if _base(student[j].name) == _base(q.name)]
+    if named:
+        return named[0]
+    matched_student = {j for hits in finding.found.values() for j, _ in hits}
+    ranked = []
+    for j in range(finding.after + 1, len(student)):
+        how = _compatible(q.value, student[j].value)
+        if how is not None:
+            similarity = difflib.SequenceMatcher(None, _base(student[j].name), _base(q.name)).ratio()
+            ranked.append((j in matched_student, how != "", -round(similarity, 1), j))
+    return min(ranked)[-1] if ranked else None
+
+
+def _base(name):
+    return re.sub(r"\s+", "", name.replace("'", '"'))
+
+
+def _close(a, b):
+    return a.shape == b.shape and bool(np.allclose(a, b, rtol=RTOL, atol=ATOL, equal_nan=True))
+
+
+def kind_of_difference(got, expected, previous=(), gates=()):
+    """The kind of difference between a student's value and the expected one, in words ('' if none known)."""
+    if got.shape != expected.shape:
+        if got.ndim == 2 and got.shape == expected.shape[::-1] and _close(got.T, expected):
+            return "transposed"
+        return ""
+    finite = np.isfinite(expected) & np.isfinite(got)
+    if np.abs(expected[finite]).max(initial=0) > ATOL and _close(got, -expected):
+        return "the opposite sign"
+    for earlier in previous:
+        if earlier.shape == got.shape and _close(got, earlier):
+            return "the previous step's value"
+    nonzero = finite & (np.abs(expected) > 1e-12)
+    if nonzero.any() and finite.all():
+        ratios = got[nonzero] / expected[nonzero]
+        factor = float(np.median(ratios))
+        if not got.any():
+            return "all zeros"
+        if got.size > 1 and abs(factor - 1) > 1e-6 and np.allclose(ratios, factor, rtol=1e-6) and _close(got, factor * expected):
+            return f"a constant factor: {factor:.4g} times the expected values"
+    block = _one_block(got, expected, gates)
+    return block
+
+
+def _one_block(got, expected, gates):
+    """'only gate z's block differs' when a stacked array is right but for one of its gate blocks."""
+    for axis in {expected.ndim - 1, 0} if expected.ndim else ():
+        count = len(gates)
+        if count < 2 or expected.shape[axis] % count or expected.shape[axis] < count:
+            continue
+        bad = [not _close(a, b) for a, b in zip(np.split(got, count, axis=axis), np.split(expected, count, axis=axis))]
+        if sum(bad) == 1:
+            k = bad.index(True)
+            where = "columns" if axis == expected.ndim - 1 and expected.ndim > 1 else "rows"
+            if expected.ndim == 1:
+                where = "entries"
+            size = expected.shape[axis] // count
+            return f"only gate {gates[k]}'s block differs ({where} {k * size}:{(k + 1) * size})"
+    return ""
+
+
+def _first_difference(got, expected):
+    """'got 0.123 at [0, 2], expected 0.456' at the first entry that differs."""
+    if got.shape != expected.shape:
+        return f"shape {got.shape}, expected {expected.shape}"
+    with np.errstate(invalid="ignore"):
+        bad = ~(np.isclose(got, expected, rtol=RTOL, atol=ATOL, equal_nan=True) | (got == expected))
+    if not bad.any():
+        return ""
+    first = tuple(int(i) for i in np.argwhere(bad)[0])
+    at = f" at {list(first)}" if first else ""
+    return f"got {got[first]:.6g}{at}, expected {expected[first]:.6g}"
+
+
+# ---- the report
+
+def _equation(text):
+    """A solution line as an equation: its code, then its comment in brackets."""
+    code, _, comment = text.partition("#")
+    code, comment = code.strip(), comment.strip()
+    return f"{code}   ({comment})" if comment else code
+
+
+def _names(items):
+    items = list(dict.fromkeys(items))
+    if len(items) > SHOWN_RIGHT:
+        items = items[:SHOWN_RIGHT - 1] + [f"{len(items) - SHOWN_RIGHT + 1} more"]
+    return ", ".join(f"`{n}`" if not n[0].isdigit() else n for n in items[:-1]) + \
+        (" and " if len(items) > 1 else "") + (f"`{items[-1]}`" if not items[-1][0].isdigit() else items[-1])
+
+
+def _what_is_right(finding, reference):
+    q = reference[finding.wrong]
+    earlier = [f for f in dict.fromkeys(r.function for r in reference[:finding.wrong]) if f != q.function][-3:]
+    same = [reference[k].name for k in finding.right if reference[k].frame == q.frame
+            and not reference[k].name.startswith("return of")]
+    words = []
+    earlier = [f for f in earlier if not f.rpartition(".")[2].startswith("_")     # helpers: named where they fail
+               and "<locals>" not in f]
+    if earlier and all(any(reference[k].function == f for k in finding.right) for f in earlier):
+        wrong_before = [k for k in range(finding.wrong) if k not in set(finding.right)
+                        and reference[k].function in earlier]
+        if not wrong_before:
+            words.append(f"your {_names(earlier).replace('`', '')}")
+    if same:
+        verb = "matches" if len(set(same)) == 1 else "match"
+        words.append(f"in {q.function}, {_names(same[-SHOWN_RIGHT:])} {verb} the reference")
+    return "; ".join(words)
+
+
+def _called_from(trace, record, levels=2):
+    """'called from ctc.py:112 (which gives `la[t]`): <line>' when ``record`` was computed in a helper of the
+    same file: the line that called it is where the student wrote the call."""
+    lines, frame = [], record.frame
+    while frame in trace.callers and len(lines) < levels:
+        caller, file, line, text = trace.callers[frame]
+        if file != record.file:
+            break
+        gives = [r.name for r in trace.records if r.frame == caller and r.line == line]
+        lines.append(f"    called from {file}:{line}" + (f" (which gives {_names(gives)})" if gives else "") +
+                     (f":\n      {text}" if text else ""))
+        frame = caller
+    return lines
+
+
+def explain(reference, student, config=None, wrong_outputs=()):
+    """The diagnosis as a few lines of text, from two ``Trace``s, or [] when there is nothing to say."""
+    finding = first_wrong(reference.records, student.records)
+    if finding is None:
+        return []
+    ref, mine = reference.records, student.records
+    q = ref[finding.wrong]
+    gates = GATES.get((config or {}).get("cell"), ())
+    reads = [ref[p].name for p in q.reads]
+    lines = [f"Where your values first go wrong: `{q.name}`" +
+             (f" (computed from {_names(reads)})" if reads else "") + (f": {_equation(q.text)}" if q.text else "")]
+    right = _what_is_right(finding, ref)
+    if right:
+        lines.append(f"  Right so far: {right}.")
+    j = candidate(finding, ref, mine)
+    if j is not None:
+        s = mine[j]
+        previous = [r.value for r in ref[:finding.wrong] if _base(r.name) == _base(q.name)][-1:]
+        kind = kind_of_difference(s.value, q.value, previous, gates)
+        lines.append(f"  your `{s.name}` at {s.file}:{s.line}" + (f":\n    {s.text}" if s.text else ""))
+        difference = "; ".join(t for t in (_first_difference(s.value, q.value), kind) if t)
+        if difference:
+            lines.append(f"    {difference}")
+        lines += _called_from(student, s)
+    else:
+        readers = [ref[i].name for i in range(finding.wrong + 1, len(ref)) if finding.wrong in ref[i].reads]
+        lines.append("  no value of yours has its shape (an inline expression?)" +
+                     (f"; it is read by {_names(readers)}" if readers else ""))
+        lines += [f"  {o}" for o in wrong_outputs[:2]]
+    if student.lost:
+        lines.append(f"  (the trace of your code stopped early: {student.lost})")
+    return lines
+
+
+def gate_blocks(names_and_arrays, config):
+    """For the fallback: 'only gate z's block of grads['weight_ih'] differs' for outputs wrong in one block."""
+    gates = GATES.get((config or {}).get("cell"), ())
+    found = []
+    for label, got, expected in names_and_arrays:
+        if got is not None and got.shape == expected.shape:
+            block = _one_block(got, expected, gates)
+            if block:
+                found.append(f"{label}: {block}")
+    return found
+
+
+def reference_trace(part_data, k, timeout=20.0, memory_mb=1024, python=None):
+    """The solution's ``Trace`` of case k: stored with the reference data, or traced now by the solution's
+    child (a fresh seed)."""
+    stored = (part_data.traces or [None] * (k + 1))[k]
+    if stored is not None:
+        return parse(*stored)
+    if part_data.solution is None:
+        return None
+    runs = [trace_case(part_data.solution, part_data.configs[k], part_data.inputs[k], timeout, memory_mb,
+                       python=python) for _ in range(2)]
+    return None if None in runs else stable(runs[0][0], runs[1][0])
+
+
+def diagnose_case(part_data, k, root, wrong=(), timeout=20.0, memory_mb=1024, user=None, python=None, **child):
+    """Lines saying where case k of the submission in ``root`` first goes wrong; [] if that cannot be said.
+    ``wrong``: (label, got, expected) of the outputs that differ; ``child``: as for ``trace_case``."""
+    try:
+        reference = reference_trace(part_data, k, timeout, memory_mb, python)
+        if reference is None or not reference.records:
+            return []
+        traced = trace_case(root, part_data.configs[k], part_data.inputs[k], timeout, memory_mb, user, python,
+                            **child)
+        if traced is None:
+            return []
+        return explain(reference, traced[0], part_data.configs[k], gate_blocks(wrong, part_data.configs[k]))
+    except Exception:                   # the diagnosis is a courtesy: it never costs the grade or the run
+        return []

@@ -1,0 +1,333 @@
+"""Record the values a submission's own code computes, line by line, inside the child (``sys.settrace``).
+
+While a ``Trace`` is active, every frame of a file under ROOT (except the provided code the caller names) is
+traced line by line. When a statement that assigns finishes, each of its targets is read back from the frame
+and, if it holds numbers, kept as one record:
+
+    name   the target as the code spells it: ``da_n``, ``self.r``, ``g["weight_ih"]``, ``la[t]``
+    file, line, text   where the statement is (its first line) and its source, comment included
+    frame  which call of which function (calls are numbered as they start)
+    reads  earlier records of the same call that the statement reads (by name, or by the array indexed)
+    value  a float64 copy
+
+A number (``ndarray`` of a numeric dtype, a NumPy or Python float, a list or tuple of numbers or of arrays) is
+kept; anything else is skipped. Targets are read without running the submission's code: locals, an
+instance's ``__dict__``, and indexing only of exact ``dict``, ``list`` and ``ndarray`` objects by constants,
+names and slices. ``return <expression>`` (not a bare name) is recorded as ``return of f``.
+
+``sys.settrace`` works on every Python the grader supports (3.11 has no ``sys.monitoring``; on 3.12+ the
+same tracer runs, and only failing cases are traced, so its speed matters little).
+
+Budgets: records, bytes and seconds. When one is spent, or anything in the tracer raises (a student's object
+can be anything), tracing stops for good and the run goes on untraced: what is lost is the diagnosis, never
+the case. Stdlib and NumPy only: the child loads this file by path (so does the test of the tracer).
+"""
+import ast
+import linecache
+import os
+import sys
+import time
+
+import numpy as np
+
+RECORDS, BYTES, SECONDS = 3000, 8 << 20, 3.0      # per trace
+ELEMENTS = 1 << 16                                 # the largest array kept
+TEXT = 200                                         # characters of a line kept
+
+
+class _Statement:
+    """One assigning statement: its targets (AST nodes), the texts it reads, its first line and source."""
+    __slots__ = ("line", "targets", "reads", "text", "is_return")
+
+    def __init__(self, node, targets, source_lines, is_return=False):
+        self.line, self.targets, self.is_return = node.lineno, targets, is_return
+        self.reads = _loads(node.value if getattr(node, "value", None) is not None else node)
+        if isinstance(node, ast.AugAssign):
+            self.reads |= _loads(node.target)
+        self.text = " ".join(s.strip() for s in source_lines[node.lineno - 1:node.end_lineno])[:TEXT]
+
+
+def _text(node):
+    try:
+        return ast.unparse(node)
+    except Exception:
+        return ""
+
+
+def _loads(node):
+    """What an expression reads: (text, base) of names, attribute chains and subscripts (base: the array or
+    dict indexed, read when that entry itself was never assigned: ``la[t - 1]`` reads what ``la[t]`` stored).
+    A name that is only indexed (``g`` in ``g["w"]``) is not read as a whole."""
+    found, bases = set(), set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Subscript):
+            bases.add(id(sub.value))
+    for sub in ast.walk(node):
+        if isinstance(sub, (ast.Name, ast.Attribute, ast.Subscript)) and id(sub) not in bases \
+                and isinstance(getattr(sub, "ctx", None), (ast.Load, ast.Store)):
+            keyed = isinstance(sub, ast.Subscript) and isinstance(sub.slice, ast.Constant)   # g["w"]: one entry
+            base = _text(sub.value) if isinstance(sub, ast.Subscript) and not keyed else None
+            found.add((_text(sub), base if base else (_text(sub) if not keyed else "")))
+    return found
+
+
+def _statements(filename):
+    """{line: _Statement} for every line of every assigning statement of the file (None if it does not parse)."""
+    source = "".join(linecache.getlines(filename))
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return {}
+    lines, table = source.splitlines(), {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            statement = _Statement(node, node.targets, lines)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None:
+            statement = _Statement(node, [node.target], lines)
+        elif isinstance(node, ast.Return) and node.value is not None and not isinstance(node.value, ast.Name):
+            statement = _Statement(node, [], lines, is_return=True)
+        else:
+            continue
+        for line in range(node.lineno, (node.end_lineno or node.lineno) + 1):
+            table.setdefault(line, statement)
+    return table
+
+
+def as_numbers(value):
+    """``value`` as a float64 array if it is plain numbers, else None (never runs a student's method)."""
+    t = type(value)
+    if t is np.ndarray:
+        if value.dtype.kind in "fiub" and value.size <= ELEMENTS:
+            return np.array(value, dtype=np.float64)
+        return None
+    if t in (float, np.float64, np.float32, np.float16):
+        return np.array(float(value))
+    if t in (list, tuple) and len(value) <= 1000 and all(type(v) in (int, float, np.int64, np.float64)
+                                                              for v in value):
+        return np.array(value, dtype=np.float64)
+    if t is dict and len(value) <= 1000 and all(type(k) in (str, int, tuple) for k in value) \
+            and all(type(v) in (float, np.float64) for v in value.values()):
+        # a beam's scores by prefix: its values in the order of their keys (plain keys, compared as text)
+        if all(type(k) is not tuple or all(type(e) is int for e in k) for k in value):
+            return np.array([value[k] for k in sorted(value, key=repr)], dtype=np.float64)
+    return None
+
+
+def _parts(name, value):
+    """(name, array) for a value, or for each array of a short tuple or list of arrays (a state (h, c))."""
+    array = as_numbers(value)
+    if array is not None:
+        return [(name, array)]
+    if type(value) in (tuple, list) and 0 < len(value) <= 8:           # (h, c), or two dicts of scores
+        return [(f"{name}[{k}]", a) for k, v in enumerate(value) for a in [as_numbers(v)] if a is not None]
+    return []
+
+
+class _Unreadable(Exception):
+    pass
+
+
+def _index(node, local):
+    """A subscript's key built from constants, local names, slices and Ellipsis, or _Unreadable."""
+    if isinstance(node, ast.Constant) and type(node.value) in (int, str, type(Ellipsis), type(None)):
+        return node.value
+    if isinstance(node, ast.Name):
+        value = local.get(node.id)
+        if type(value) in (int, str, tuple, np.int64, bool):
+            return value
+        raise _Unreadable
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        value = _index(node.operand, local)
+        if type(value) is int:
+            return -value
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)):
+        a, b = _index(node.left, local), _index(node.right, local)
+        if type(a) is int and type(b) is int:
+            return a + b if isinstance(node.op, ast.Add) else a - b if isinstance(node.op, ast.Sub) else a * b
+    if isinstance(node, ast.Slice):
+        return slice(*(None if part is None else _index(part, local) for part in (node.lower, node.upper, node.step)))
+    if isinstance(node, ast.Tuple):
+        return tuple(_index(e, local) for e in node.elts)
+    raise _Unreadable
+
+
+def _read(node, local):
+    """The current value of a target expression, read without running the submission's code."""
+    if isinstance(node, ast.Name):
+        if node.id not in local:
+            raise _Unreadable
+        return local[node.id]
+    if isinstance(node, ast.Attribute):
+        owner = _read(node.value, local)
+        fields = object.__getattribute__(owner, "__dict__")
+        if type(fields) is not dict or node.attr not in fields:
+            raise _Unreadable
+        return fields[node.attr]
+    if isinstance(node, ast.Subscript):
+        owner, key = _read(node.value, local), _index(node.slice, local)
+        if type(owner) is dict:
+            if key not in owner:
+                raise _Unreadable
+            return owner[key]
+        if type(owner) is list and type(key) in (int, np.int64):
+            return owner[key]
+        if type(owner) is np.ndarray:
+            return owner[key]
+    raise _Unreadable
+
+
+class Trace:
+    """``with Trace(root, skip):`` records the submission's values (see the module docstring).
+
+    ``skip(relpath, function)``: True for provided code that is not traced. After the block, ``records``
+    holds dicts (name, file, line, text, frame, function, reads) and ``values`` the arrays; ``lost`` says why tracing
+    stopped early ('' if it did not).
+    """
+
+    def __init__(self, root, skip=lambda relpath, function: False, records=RECORDS, nbytes=BYTES, seconds=SECONDS):
+        self.root = os.path.realpath(root) + os.sep
+        self.skip, self.limits = skip, (records, nbytes, seconds)
+        self.records, self.values, self.lost = [], [], ""
+        self._files, self._tables, self._frames = {}, {}, 0
+        self._active, self._callers = {}, {}             # id(frame) -> its state; frame -> [caller, line]
+        self._bytes, self._deadline, self._previous = 0, 0.0, None
+
+    # ---- installing
+    def __enter__(self):
+        self._deadline = time.monotonic() + self.limits[2]
+        self._previous = sys.gettrace()
+        sys.settrace(self._call)
+        return self
+
+    def __exit__(self, *exc):
+        sys.settrace(self._previous)
+        return False
+
+    def _stop(self, why):
+        if not self.lost:
+            self.lost = why
+        sys.settrace(None)
+
+    # ---- events
+    def _relpath(self, code):
+        filename = code.co_filename
+        if filename not in self._files:
+            path = os.path.realpath(filename) if filename else ""
+            self._files[filename] = path[len(self.root):].replace(os.sep, "/") if path.startswith(self.root) else None
+        return self._files[filename]
+
+    def _call(self, frame, event, arg):
+        try:
+            if self.lost:
+                return None
+            code = frame.f_code
+            rel = self._relpath(code)
+            if rel is None or code.co_name.startswith("<") or self.skip(rel, code.co_name):   # <genexpr> …
+                return None
+            if code.co_filename not in self._tables:
+                self._tables[code.co_filename] = _statements(code.co_filename)
+            table = self._tables[code.co_filename]
+            self._frames += 1
+            caller = self._active.get(id(frame.f_back)) if frame.f_back is not None else None
+            if caller is not None and caller["pending"] is not None and len(self._callers) < self.limits[0]:
+                pending = caller["pending"]
+                self._callers[self._frames] = (caller["frame"], caller["rel"], pending.line, pending.text)
+            state = {"frame": self._frames, "rel": rel, "function": getattr(code, "co_qualname", code.co_name), "table": table, "pending": None, "lasti": -1, "by_text": {},
+                     "by_base": {}}
+            self._active[id(frame)] = state
+            return self._local(state)
+        except Exception as error:                      # a student's object in a frame: no diagnosis, no harm
+            self._stop(f"the tracer failed ({type(error).__name__})")
+            return None
+
+    def _local(self, state):
+        def local(frame, event, arg):
+            try:
+                if self.lost:
+                    return None
+                if time.monotonic() > self._deadline:
+                    self._stop("out of time")
+                    return None
+                if event == "line":
+                    statement = state["table"].get(frame.f_lineno)
+                    # the same statement again: its next line, or (a jump back) its next execution
+                    if statement is not state["pending"] or frame.f_lasti <= state["lasti"]:
+                        self._finish(state, frame)
+                        state["pending"] = statement
+                    state["lasti"] = frame.f_lasti
+                elif event == "return":
+                    self._finish(state, frame, returned=arg)
+                    self._active.pop(id(frame), None)
+                elif event == "exception":
+                    state["pending"] = None             # the statement did not complete
+                return local
+            except Exception as error:
+                self._stop(f"the tracer failed ({type(error).__name__})")
+                return None
+        return local
+
+    def _finish(self, state, frame, returned=None):
+        statement, state["pending"] = state["pending"], None
+        if statement is None:
+            return
+        # what it read, resolved before any of its own targets is recorded (a, b = f(a, b) reads the old a)
+        reads = sorted({state["by_text"].get(text, state["by_base"].get(base))
+                        for text, base in statement.reads} - {None})
+        if statement.is_return:
+            if returned is not None:
+                name = f"return of {frame.f_code.co_name}"
+                for part, value in _parts(name, returned):
+                    self._keep(state, statement, reads, part, part, value)
+            return
+        local = frame.f_locals
+        for target in statement.targets:
+            self._target(state, statement, reads, target, local)
+
+    def _target(self, state, statement, reads, target, local):
+        if isinstance(target, (ast.Tuple, ast.List)):
+            for element in target.elts:
+                self._target(state, statement, reads, element, local)
+            return
+        if isinstance(target, ast.Starred):
+            return
+        try:
+            value = _read(target, local)
+        except Exception:                                # not readable without running its code: skipped
+            return
+        name = _text(target)
+        base = _text(target.value) if isinstance(target, ast.Subscript) else name
+        for part, array in _parts(name, value):
+            self._keep(state, statement, reads, part, base, array)
+
+    def _keep(self, state, statement, reads, name, base, value):
+        records, nbytes, _ = self.limits
+        if len(self.records) >= records or self._bytes + value.nbytes > nbytes:
+            self._stop("the trace is full")
+            return
+        index = len(self.records)
+        self.records.append({"name": name, "file": state["rel"], "line": statement.line, "text": statement.text,
+                             "frame": state["frame"], "function": state["function"], "reads": reads})
+        self.values.append(value)
+        self._bytes += value.nbytes
+        state["by_text"][name] = index
+        state["by_base"][base] = index
+
+    # ---- sending
+    def pack(self):
+        """``(meta, flat)``: per record its fields and shape (JSON), and every value in one float64 array."""
+        texts, meta = {}, []
+        for record, value in zip(self.records, self.values):
+            key = f"{record['file']}:{record['line']}"
+            texts.setdefault(key, record["text"])
+            meta.append([record["name"], record["file"], record["line"], record["frame"], record["function"],
+                         record["reads"], list(value.shape)])
+        flat = np.concatenate([v.ravel() for v in self.values]) if self.values else np.zeros(0)
+        callers, wanted = {}, {r["frame"] for r in self.records}
+        while wanted:                                    # who called each frame that recorded, and so on up
+            frame = wanted.pop()
+            if frame in self._callers and str(frame) not in callers:
+                caller, rel, line, text = self._callers[frame]
+                callers[str(frame)] = [caller, rel, line]
+                texts.setdefault(f"{rel}:{line}", text)
+                wanted.add(caller)
+        return {"records": meta, "texts": texts, "lost": self.lost, "callers": callers}, flat

@@ -1,0 +1,292 @@
+"""Generic mistakes for testing the grader's diagnosis: AST mutations of every graded solution line.
+
+A *graded line* is a statement inside a ``# BEGIN SOLUTION`` region (not an optional, ungraded one) whose
+file:line the solution's stored reference trace of some part reaches. Each gets the mutations that apply to it:
+
+    operator      the first binary operator replaced (+ -, * /, @ stays a product: @ becomes *)
+    swapped       the operands of the first non-commutative operator (a - b, a / b, a @ b) swapped
+    transpose     a ``.T`` removed, or added to a name multiplied by @
+    variable      a name read replaced by another name the same function assigned earlier, of the same shape
+                  (shapes from the reference trace)
+
+The mutated statement is written back on its first line (a multi-line statement leaves blank lines), so every
+line keeps its number. ``run_mutants`` grades mutants in one process per call, through the grader's own child
+entry (``driver.run``), judge (``feedback.judge_part``) and diagnosis (``tracing`` + ``diagnosis``): the
+submission is imported in this process, which only a test may do.
+
+    python -m tests.mutants IN.json OUT.json        # what run_mutants does, in a fresh process
+"""
+import ast
+import collections
+import json
+import os
+import re
+import select
+import shutil
+import signal
+import sys
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SOLUTION_FILES = ("nn/rnn_cell.py", "nn/gru_cell.py", "nn/gru_block_cell.py", "nn/gmu_cell.py", "nn/tgru_cell.py",
+                  "nn/lstm_cell.py", "nn/recurrent.py", "nn/ctc.py", "nn/ctc_course.py", "nn/ctc_decode.py")
+Mutant = collections.namedtuple("Mutant", "file line kind source targets part")
+
+
+def solution_lines(source):
+    """Line numbers inside graded solution regions."""
+    lines, inside = set(), False
+    for number, text in enumerate(source.splitlines(), 1):
+        stripped = text.strip()
+        if stripped.startswith("# BEGIN SOLUTION"):
+            inside = "optional" not in stripped
+        elif stripped.startswith("# END SOLUTION"):
+            inside = False
+        elif inside:
+            lines.add(number)
+    return lines
+
+
+def reached_lines():
+    """{(file in the repo, line): (first part whose reference trace reaches it, its function, {name: shape} of
+    every value that function assigns)}."""
+    from autograder import data, diagnosis, spec
+
+    reached, functions = {}, {}
+    manifest = data.read_manifest()
+    for part in spec.PARTS:
+        stored = data.load_part(part.number, manifest=manifest)
+        for k, trace in enumerate(stored.traces or ()):
+            if trace is None:
+                continue
+            for record in diagnosis.parse(*trace).records:
+                shapes = functions.setdefault((record.file, record.function), {})
+                shapes.setdefault(record.name, record.value.shape)
+                reached.setdefault((record.file, record.line), (part.number, record.function, shapes))
+    return reached
+
+
+class _First(ast.NodeTransformer):
+    """Applies ``change`` to the first node it accepts, once."""
+
+    def __init__(self, change):
+        self.change, self.done = change, False
+
+    def visit(self, node):
+        if not self.done:
+            new = self.change(node)
+            if new is not None:
+                self.done = True
+                return new
+        return self.generic_visit(node)
+
+
+SWAP_OP = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult, ast.MatMult: ast.Mult}
+
+
+def _operator(node):
+    if isinstance(node, ast.BinOp) and type(node.op) in SWAP_OP:
+        return ast.BinOp(node.left, SWAP_OP[type(node.op)](), node.right)
+    return None
+
+
+def _swapped(node):
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Sub, ast.Div, ast.MatMult)):
+        return ast.BinOp(node.right, node.op, node.left)
+    return None
+
+
+def _transpose(node):
+    if isinstance(node, ast.Attribute) and node.attr == "T" and isinstance(node.ctx, ast.Load):
+        return node.value
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult) and isinstance(node.left, ast.Name):
+        return ast.BinOp(ast.Attribute(node.left, "T", ast.Load()), node.op, node.right)
+    return None
+
+
+def _variable(shapes, assigned):
+    def change(node):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in shapes:
+            others = [n for n in assigned if n != node.id and shapes.get(n) == shapes[node.id]]
+            if others:
+                return ast.Name(others[-1], ast.Load())
+        return None
+    return change
+
+
+def _targets(statement):
+    if isinstance(statement, ast.Return):
+        return []
+    targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+    names = []
+    for target in targets:
+        names += [ast.unparse(e) for e in (target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target])]
+    return names
+
+
+def mutants():
+    """Every mutant of every graded line (see the module docstring)."""
+    reached, found = reached_lines(), []
+    for path in SOLUTION_FILES:
+        file = f"mytorch/{path}"
+        with open(os.path.join(REPO, file)) as f:
+            source = f.read()
+        graded, lines = solution_lines(source), source.splitlines()
+        for function in ast.walk(ast.parse(source)):
+            if not isinstance(function, ast.FunctionDef):
+                continue
+            assigned = []
+            for statement in ast.walk(function):
+                if not isinstance(statement, (ast.Assign, ast.AugAssign, ast.Return)) or statement.value is None:
+                    continue
+                key = (file, statement.lineno)
+                if statement.lineno not in graded or key not in reached:
+                    assigned += [t for t in _targets(statement) if t.isidentifier()]
+                    continue
+                part, _, shapes = reached[key]
+                for kind, change in (("operator", _operator), ("swapped", _swapped), ("transpose", _transpose),
+                                     ("variable", _variable(shapes, list(dict.fromkeys(assigned))))):
+                    tree = ast.parse(ast.unparse(statement))          # a fresh copy of the statement
+                    text = ast.unparse(_First(change).visit(tree))
+                    if text == ast.unparse(statement):
+                        continue
+                    indent = re.match(r"\s*", lines[statement.lineno - 1]).group(0)
+                    span = (statement.end_lineno or statement.lineno) - statement.lineno
+                    new = lines[:statement.lineno - 1] + [indent + text] + [""] * span + lines[statement.end_lineno:]
+                    found.append(Mutant(file, statement.lineno, kind, "\n".join(new) + "\n", _targets(statement),
+                                        part))
+                assigned += [t for t in _targets(statement) if t.isidentifier()]
+    return found
+
+
+# ---- grading mutants in this process
+
+def _purge():
+    for name in [n for n in sys.modules if n == "mytorch" or n.startswith("mytorch.")]:
+        del sys.modules[name]
+
+
+class _Slow(Exception):
+    pass
+
+
+def _alarm(signum, frame):
+    raise _Slow()
+
+
+def grade_mutant(mutant, part_data, part, work):
+    """``(lost points, report)`` of one mutant: its part graded and, if it loses points, diagnosed."""
+    from autograder import diagnosis, driver, feedback, sandbox, tracing
+
+    root = os.path.join(work, "sub")
+    shutil.rmtree(root, ignore_errors=True)
+    shutil.copytree(os.path.join(REPO, "mytorch"), os.path.join(root, "mytorch"),
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    with open(os.path.join(root, mutant.file), "w") as f:
+        f.write(mutant.source)
+    _purge()
+    sys.path.insert(0, root)
+    signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(20)
+    try:
+        import mytorch
+        inputs = [{k: v.copy() for k, v in i.items()} for i in part_data.inputs]
+        arrays, report = driver.run(mytorch, root, part_data.configs, inputs)
+        arrays = {(int(key.split(":", 1)[0]), key.split(":", 1)[1]): v for key, v in arrays.items()}
+        outcome = sandbox.Outcome(reports=json.loads(report), arrays=arrays)
+
+        def diagnose(k, wrong):                       # as grade.grade_part, with the case run here
+            result = driver.run_case(mytorch, root, dict(part_data.configs[k], trace=True),
+                                     {n: v.copy() for n, v in part_data.inputs[k].items()}, tracing)
+            if result.trace is None:
+                return []
+            student = diagnosis.parse(json.loads(json.dumps(result.trace[0])), result.trace[1])   # as sent
+            reference = diagnosis.reference_trace(part_data, k)
+            return diagnosis.explain(reference, student, part_data.configs[k],
+                                     diagnosis.gate_blocks(wrong, part_data.configs[k]))
+        score, status, text = feedback.judge_part(part, part_data, outcome, diagnose=diagnose)
+    except BaseException as error:                    # a mutant that hangs or breaks the run: not counted
+        return None, f"{type(error).__name__}"
+    finally:
+        signal.alarm(0)
+        sys.path.remove(root)
+        _purge()
+    return part.points - score, text
+
+
+def _forked(function, seconds):
+    """``function()`` in a forked child (its memory, its imports) within ``seconds``: its JSON result, or
+    (None, why) if it hung, blew its memory or died."""
+    import resource
+
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:                                      # the child: one mutant, then gone
+        os.close(read)
+        try:
+            resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+            payload = json.dumps(function()).encode()
+        except BaseException as error:
+            payload = json.dumps([None, type(error).__name__]).encode()
+        with os.fdopen(write, "wb") as f:
+            f.write(payload)
+        os._exit(0)
+    os.close(write)
+    chunks, deadline = [], time.monotonic() + seconds
+    with os.fdopen(read, "rb") as f:
+        os.set_blocking(f.fileno(), False)
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([f], [], [], 0.2)
+            if ready:
+                chunk = f.read()
+                if not chunk:
+                    break
+                chunks.append(chunk)
+    if os.waitpid(pid, os.WNOHANG) == (0, 0):        # still running: out of time
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    try:
+        return json.loads(b"".join(chunks))
+    except ValueError:
+        return [None, "timeout"]
+
+
+def run_mutants(items):
+    """Grade ``items`` (Mutant tuples), each in a forked child: [(mutant, lost points, report)]."""
+    from autograder import data, spec
+
+    results, cache = [], {}
+    with tempfile.TemporaryDirectory() as work:
+        for mutant in items:
+            mutant = Mutant(*mutant)
+            if mutant.part not in cache:
+                cache[mutant.part] = data.load_part(mutant.part)
+            lost, text = _forked(lambda: grade_mutant(mutant, cache[mutant.part],
+                                                      spec.PARTS_BY_NUMBER[mutant.part], work), 60)
+            results.append((mutant, lost, text))
+    return results
+
+
+def names_line(text, mutant):
+    """The report names the mutated line, or the one before or after it."""
+    return any(f"{mutant.file}:{line}" in text for line in (mutant.line - 1, mutant.line, mutant.line + 1))
+
+
+def names_quantity(text, mutant):
+    """The report names what the mutated line computes: the diagnosis names it (```da```, ``return of f`` for a
+    return), or an error is located at the statement that assigns it (``at …:74 in backward: da = …``)."""
+    quantities = [t.replace('"', "'") for t in mutant.targets] or ["return of "]
+    text = text.replace('"', "'")
+    assigned = re.findall(r"^\s*at mytorch/\S+:\d+ in \w+: (.*)$", text, re.M)
+    return any(f"`{q}" in text for q in quantities) or \
+        any(re.match(rf"(\w+, )*{re.escape(q)}(, \w+)* *(\+|-|\*)?=", line) for q in quantities for line in assigned)
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, REPO)
+    with open(sys.argv[1]) as f:
+        items = json.load(f)
+    graded = run_mutants(items)
+    with open(sys.argv[2], "w") as f:
+        json.dump([[list(m), lost, text] for m, lost, text in graded], f)

@@ -1,0 +1,236 @@
+"""The grader's diagnosis: the child-side trace (bounded, harmless when flooded or broken), the parent-side
+matching (first wrong quantity, nearest line, kind of difference), and generic mutants of every graded line."""
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from autograder import data, diagnosis, driver, spec, tracing
+from tests import mutants
+from tests.graderkit import REPO, check_gradescope, load_results, make_submission, run_cli
+
+
+# ---- the tracer, in this process on small functions of a file under a root
+
+def _module(tmp_path, source):
+    """A module ``mytorch/m.py`` under tmp_path with ``source``, imported fresh."""
+    folder = tmp_path / "mytorch"
+    folder.mkdir(exist_ok=True)
+    (folder / "m.py").write_text(source)
+    namespace = {}
+    exec(compile(source, str(folder / "m.py"), "exec"), namespace)
+    return namespace
+
+
+def test_the_trace_records_assignments_with_their_lines_reads_and_callers(tmp_path):
+    f = _module(tmp_path, (
+        "import numpy as np\n"
+        "def helper(a):\n"
+        "    b = a * 2.0\n"
+        "    return b + 1.0\n"
+        "class Cell:\n"
+        "    def step(self, x, grads):\n"
+        "        a = x @ np.eye(2)\n"
+        "        self.h = helper(a)\n"
+        "        grads['w'] += self.h.sum(axis=0)\n"
+        "        r, z = a[:, :1], a[:, 1:]\n"
+        "        n = 3\n"
+        "        return r\n"))
+    x, grads = np.arange(4.0).reshape(2, 2), {"w": np.zeros(2)}
+    with tracing.Trace(str(tmp_path)) as trace:
+        f["Cell"]().step(x, grads)
+    names = [(r["name"], r["line"]) for r in trace.records]
+    assert names == [("a", 7), ("b", 3), ("return of helper", 4), ("self.h", 8), ("grads['w']", 9),
+                     ("r", 10), ("z", 10)]                             # n = 3 is not an array; return r is a name
+    assert trace.records[1]["reads"] == [] and trace.records[2]["reads"] == [1]
+    assert trace.records[4]["reads"] == [3]                           # self.h, read back from the instance
+    np.testing.assert_array_equal(trace.values[4], (x * 2 + 1).sum(axis=0))
+    meta, flat = trace.pack()
+    parsed = diagnosis.parse(json.loads(json.dumps(meta)), flat)
+    assert [r.name for r in parsed.records] == [n for n, _ in names]
+    assert parsed.callers[2][1:3] == ("mytorch/m.py", 8)              # helper was called from line 8
+    assert sys.gettrace() is None
+
+
+def test_a_flooding_loop_fills_the_budget_and_stops_the_trace_not_the_code(tmp_path):
+    f = _module(tmp_path, "import numpy as np\ndef flood(k):\n    for i in range(k):\n        junk = np.ones(4)\n"
+                          "    return np.full(3, float(k))\n")
+    start = time.monotonic()
+    with tracing.Trace(str(tmp_path), records=100) as trace:
+        result = f["flood"](200000)
+    assert result[0] == 200000.0 and len(trace.records) == 100 and trace.lost == "the trace is full"
+    assert time.monotonic() - start < 5
+    with tracing.Trace(str(tmp_path), nbytes=1000) as trace:
+        f["flood"](1000)
+    assert sum(v.nbytes for v in trace.values) <= 1000 and trace.lost == "the trace is full"
+    with tracing.Trace(str(tmp_path), seconds=0.0) as trace:
+        f["flood"](10)
+    assert trace.lost == "out of time" and not trace.records
+
+
+def test_objects_that_raise_when_read_cost_only_their_record(tmp_path):
+    f = _module(tmp_path, (
+        "import numpy as np\n"
+        "class Evil:\n"
+        "    @property\n"
+        "    def __dict__(self):\n"
+        "        raise RuntimeError('no')\n"
+        "class Key(tuple):\n"
+        "    def __hash__(self):\n"
+        "        raise RuntimeError('no hash')\n"
+        "def run():\n"
+        "    e = Evil()\n"
+        "    e.x = np.ones(2)\n"
+        "    d = {}\n"
+        "    k = Key((1,))\n"
+        "    y = np.zeros(2)\n"
+        "    return y + 1\n"))
+    with tracing.Trace(str(tmp_path)) as trace:
+        assert f["run"]()[0] == 1.0
+    assert [r["name"] for r in trace.records] == ["d", "y", "return of run"] and trace.lost == ""
+
+
+def test_a_tracer_that_fails_stops_and_the_case_goes_on(tmp_path, monkeypatch):
+    f = _module(tmp_path, "import numpy as np\ndef run():\n    a = np.ones(2)\n    b = a + 1\n    return b\n")
+
+    def broken(*args):
+        raise MemoryError
+    monkeypatch.setattr(tracing, "_read", broken)
+    with tracing.Trace(str(tmp_path)) as trace:
+        assert f["run"]()[0] == 2.0
+    assert trace.records == [] and trace.lost == ""          # a target that cannot be read is skipped
+    monkeypatch.setattr(tracing.Trace, "_finish", broken)
+    with tracing.Trace(str(tmp_path)) as trace:
+        assert f["run"]()[0] == 2.0
+    assert trace.lost == "the tracer failed (MemoryError)" and sys.gettrace() is None
+
+
+@pytest.mark.parametrize("meta", [None, {"records": "x"}, {"records": [["a", "f", 1, 1, "g", [], [5]]]},
+                                  {"records": [["a", "f", -1, 1, "g", [], [1]]]},
+                                  {"records": [["a", "f", 1, 1, "g", [], [1]]] * 6000}])
+def test_a_malformed_trace_is_refused(meta):
+    with pytest.raises((ValueError, TypeError)):
+        diagnosis.parse(meta, np.zeros(1))
+
+
+# ---- matching
+
+def _record(name, value, reads=(), line=1, frame=1, function="backward"):
+    return diagnosis.Record(name, "mytorch/nn/x.py", line, "", frame, function, tuple(reads),
+                            np.asarray(value, dtype=float))
+
+
+def test_the_first_wrong_quantity_is_the_first_whose_inputs_are_right():
+    a, b = np.arange(1.0, 7.0).reshape(2, 3), np.arange(2.0, 8.0).reshape(2, 3)
+    reference = diagnosis.Trace([_record("a", a), _record("b", b, [0], 2), _record("c", a * b, [0, 1], 3),
+                                 _record("d", a + b * 2, [1, 2], 4)])
+    student = diagnosis.Trace([_record("a", a), _record("bb", -b, line=12), _record("c", -a * b, line=13),
+                               _record("d", a - b * 2, line=14)])
+    lines = diagnosis.explain(reference, student)
+    assert lines[0] == "Where your values first go wrong: `b` (computed from `a`)"
+    assert lines[1] == "  Right so far: in backward, `a` matches the reference."
+    assert lines[2].startswith("  your `bb` at mytorch/nn/x.py:12")
+    assert lines[3] == "    got -2 at [0, 0], expected 2; the opposite sign"
+    inline = diagnosis.Trace([_record("a", a), _record("c", a * b, line=13), _record("d", a + b * 2, line=14)])
+    assert diagnosis.first_wrong(reference.records, inline.records) is None   # b inline: right through c
+
+
+@pytest.mark.parametrize("got, words", [
+    (lambda e: e.T, "transposed"), (lambda e: 2.5 * e, "a constant factor: 2.5 times"),
+    (lambda e: np.concatenate([e[:, :2], 7 * e[:, 2:4], e[:, 4:]], axis=1), "only gate z's block differs"),
+    (lambda e: np.zeros_like(e), "all zeros")])
+def test_kinds_of_difference(got, words):
+    expected = np.arange(1.0, 13.0).reshape(2, 6)
+    assert words in diagnosis.kind_of_difference(got(expected), expected, gates=("r", "z", "n"))
+
+
+def test_the_previous_steps_value_is_recognised():
+    e1, e2 = np.array([1.0, 2.0]), np.array([3.0, 5.0])
+    reference = diagnosis.Trace([_record("h", e1, frame=1), _record("h", e2, [0], frame=2)])
+    student = diagnosis.Trace([_record("h", e1, frame=1), _record("h", e1, frame=2, line=9)])
+    assert "the previous step's value" in "\n".join(diagnosis.explain(reference, student))
+
+
+# ---- the grader, end to end
+
+def test_reference_traces_are_stored_for_every_case_of_every_part():
+    manifest = data.read_manifest()
+    for part in spec.PARTS:
+        stored = data.load_part(part.number, manifest=manifest)
+        assert stored.traces and all(t is not None for t in stored.traces), part.number
+        records = diagnosis.parse(*stored.traces[0]).records
+        assert records and all(r.file.startswith("mytorch/") for r in records)
+
+
+def test_the_issues_two_examples_are_traced_to_their_line(tmp_path):
+    rnn = ("nn/rnn_cell.py", "F.tanh_grad(cache.h_t) if", "F.tanh_grad(cache.hidden) if")
+    gru = ("nn/gru_cell.py", "n = np.tanh(gx[:, 2 * H:] + r * g_n)",
+           "n = np.tanh(gx[:, 2 * H:] + r * (g_n - b_hh[2 * H:]) + b_hh[2 * H:])")
+    sub = make_submission(tmp_path / "sub", [rnn, gru])
+    proc = run_cli(["1.2", "2.1", "--submission", sub, "--json", str(tmp_path / "r.json")])
+    assert proc.returncode == 0, proc.stderr
+    tests = check_gradescope(load_results(tmp_path / "r.json"))
+    assert "first goes wrong: `act_grad`" in tests["1.2"]["output"] and "rnn_cell.py:73" in tests["1.2"]["output"]
+    assert "first goes wrong: `n` (computed from `gx`" in tests["2.1"]["output"]
+    assert "gru_cell.py:152" in tests["2.1"]["output"]
+    assert "dh: values differ" in tests["1.2"]["output"]                 # the handout's name, not dh_prev
+    assert all(len(line) <= 80 for line in proc.stdout.splitlines())
+
+
+def test_a_flooded_or_broken_trace_costs_only_the_diagnosis(tmp_path):
+    flood = ("nn/gru_cell.py", "        x, (h,), batched, _ = self._prepare(x, state)\n",
+             "        x, (h,), batched, _ = self._prepare(x, state)\n"
+             "        for _ in range(20000):\n            junk = np.ones(3)\n"
+             "        import sys\n        sys.settrace(lambda *a: 1 / 0)\n")
+    wrong = ("nn/gru_cell.py", "h_t = n + z * (h - n)", "h_t = h + z * (n - h)")
+    sub = make_submission(tmp_path / "sub", [flood, wrong])
+    proc = run_cli(["1.1", "2.1", "--submission", sub, "--json", str(tmp_path / "r.json")])
+    assert proc.returncode == 0 and "Traceback" not in proc.stdout + proc.stderr
+    tests = check_gradescope(load_results(tmp_path / "r.json"))
+    assert tests["1.1"]["score"] == tests["1.1"]["max_score"] and tests["2.1"]["score"] == 0
+
+
+def test_an_unstable_log_sum_exp_costs_the_case_with_the_stable_form(tmp_path):
+    naive = ("nn/ctc.py", "la[t] = _lse(stay, move, jump) + ly[t]",
+             "la[t] = np.log(np.exp(stay) + np.exp(move) + np.exp(jump)) + ly[t]")
+    sub = make_submission(tmp_path / "sub", [naive])
+    proc = run_cli(["8.2", "--submission", sub, "--json", str(tmp_path / "r.json")])
+    output = check_gradescope(load_results(tmp_path / "r.json"))["8.2"]["output"]
+    assert "divide by zero encountered in log" in output and "m + log(sum(exp(a - m)))" in output, output
+
+
+# ---- generic mutants of every graded line
+
+WORKERS = 2
+
+
+@pytest.mark.mutants
+def test_generic_mutants_are_traced_to_their_line_and_quantity(tmp_path):
+    """AST mutants of every graded solution line (tests/mutants.py), graded in WORKERS processes through the
+    grader's own entry, judge, tracer and diagnosis. Of those that lose points, at least 90% must get a report
+    naming the mutated line (±1) and at least 80% its quantity."""
+    every = mutants.mutants()
+    assert len({(m.file, m.line) for m in every}) >= 100                  # every graded line, not a sample
+    chunks = [every[k::WORKERS] for k in range(WORKERS)]
+    procs = []
+    for k, chunk in enumerate(chunks):
+        (tmp_path / f"in{k}.json").write_text(json.dumps([list(m) for m in chunk]))
+        procs.append(subprocess.Popen([sys.executable, "-m", "tests.mutants", str(tmp_path / f"in{k}.json"),
+                                       str(tmp_path / f"out{k}.json")], cwd=REPO,
+                                      env=dict(os.environ, PYTHONPATH="", OPENBLAS_NUM_THREADS="1")))
+    assert all(p.wait(timeout=900) == 0 for p in procs)
+    graded = [(mutants.Mutant(*m), lost, text) for k in range(WORKERS)
+              for m, lost, text in json.loads((tmp_path / f"out{k}.json").read_text())]
+    losing = [(m, text) for m, lost, text in graded if lost]
+    line = [m for m, text in losing if mutants.names_line(text, m)]
+    quantity = [m for m, text in losing if mutants.names_quantity(text, m)]
+    rate_line, rate_quantity = len(line) / len(losing), len(quantity) / len(losing)
+    print(f"\n{len(every)} mutants of {len({(m.file, m.line) for m in every})} graded lines; {len(losing)} lose "
+          f"points; the report names the line (±1) for {rate_line:.1%} and the quantity for {rate_quantity:.1%}")
+    missed = [f"{m.file}:{m.line} {m.kind}" for m, text in losing if not mutants.names_line(text, m)]
+    print("not located:", ", ".join(missed[:40]))
+    assert rate_line >= 0.9 and rate_quantity >= 0.8
