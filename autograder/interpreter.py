@@ -16,7 +16,6 @@ import glob
 import json
 import os
 import subprocess
-import sys
 
 from autograder import isolation, tree
 
