@@ -9,7 +9,7 @@ import time
 import numpy as np
 import pytest
 
-from autograder import data, diagnosis, driver, spec, tracing
+from autograder import data, diagnosis, spec, tracing
 from tests import mutants
 from tests.graderkit import REPO, check_gradescope, load_results, make_submission, run_cli
 
@@ -199,6 +199,7 @@ def test_an_unstable_log_sum_exp_costs_the_case_with_the_stable_form(tmp_path):
              "la[t] = np.log(np.exp(stay) + np.exp(move) + np.exp(jump)) + ly[t]")
     sub = make_submission(tmp_path / "sub", [naive])
     proc = run_cli(["8.2", "--submission", sub, "--json", str(tmp_path / "r.json")])
+    assert proc.returncode == 0 and "Traceback" not in proc.stdout + proc.stderr
     output = check_gradescope(load_results(tmp_path / "r.json"))["8.2"]["output"]
     assert "divide by zero encountered in log" in output and "m + log(sum(exp(a - m)))" in output, output
 
