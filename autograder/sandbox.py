@@ -290,7 +290,11 @@ def _run_child(root, configs, inputs_list, timeout, memory_mb, user, python, zyg
             if left <= 0:
                 timed_out = True
                 break
-            pipes.read(min(left, 0.1))
+            if pipes.open:
+                pipes.read(min(left, 0.1))
+            else:                                      # both pipes closed: only its exit is left to see
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=min(left, 0.1))
             if pipes.output_total > OUTPUT_LIMIT:
                 flooded = True
                 break
