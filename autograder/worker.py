@@ -20,11 +20,16 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+_loaded = {}                     # name -> module: a zygote loads them once, before forking each part's child
+
+
 def _load(name):
-    spec = importlib.util.spec_from_file_location(f"_autograder_{name}", os.path.join(HERE, f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    if name not in _loaded:
+        spec = importlib.util.spec_from_file_location(f"_autograder_{name}", os.path.join(HERE, f"{name}.py"))
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _loaded[name] = module
+    return _loaded[name]
 
 
 def _read_all(fd):

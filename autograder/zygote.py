@@ -5,9 +5,12 @@ So for one submission the grader starts one *zygote*::
 
     python -I -B zygote.py CONTROL_FD
 
-It imports NumPy (and the standard library the child's code needs) and nothing else: no reference data, no
-grader state, nothing a student may not see. It makes itself non-dumpable, then only obeys the grader over the
-control socket (an ``AF_UNIX`` ``SOCK_SEQPACKET`` pair, one JSON message per packet):
+It imports NumPy (``numpy.random`` too) and executes the grader's per-part code once (``worker`` with the
+``driver``, ``frames``, ``tracing``, ``places`` and ``ipc`` it loads: functions and tables, the same files
+every child ran anyway), and nothing else: no reference data, no grader state, nothing a student may not see.
+It freezes those objects out of the garbage collector's reach (a child's collections then leave their pages
+shared), makes itself non-dumpable, and only obeys the grader over the control socket (an ``AF_UNIX``
+``SOCK_SEQPACKET`` pair, one JSON message per packet):
 
     grader -> zygote   {"op": "fork", "id": N, ...the child's settings}  + 3 fds (request, response, output)
                        {"op": "reap", "pid": P}     (the grader has seen P's end: the pid may be reused now)
@@ -18,8 +21,9 @@ fd it inherited, then does what ``sandbox`` does to a spawned child: a new sessi
 /dev/null and stdout and stderr into the output pipe, its working folder and environment, as root an IPC
 namespace of its own (``ipc``), the limits on memory, CPU, file size, core dumps and (under ``--run-as``)
 processes, as root a PID namespace (the child forks once more, like ``unshare --pid --fork --kill-child``,
-and waits), the sandbox user, and then the unchanged per-part entry, ``worker.main``. A child therefore starts from the zygote's pristine memory: what
-one part does to its copy of NumPy or anything else cannot reach the next part.
+and waits), the sandbox user, and then the per-part entry, ``worker.main``, which imports the submission
+from the pycs its compile child made (``_use_bytecode``). A child therefore starts from the zygote's pristine
+memory: what one part does to its copy of NumPy or anything else cannot reach the next part.
 
 The trust boundary. The zygote runs as the grader (root under ``--run-as``) and is non-dumpable; the child
 runs as the sandbox user, so it cannot trace the zygote, read or write its memory through ``/proc/PID/mem``,
@@ -142,7 +146,7 @@ def _child(command, fds):
         if "tempfile" in sys.modules:
             sys.modules["tempfile"].tempdir = None        # it follows TMPDIR, the working folder
         if command.get("ipc_namespace"):                 # as root, before giving it up (see ipc)
-            _grader_module("ipc").fresh_namespace(command["memory_mb"])
+            _worker()._load("ipc").fresh_namespace(command["memory_mb"])
         import resource
         memory = command["memory_mb"] << 20
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
@@ -161,17 +165,12 @@ def _child(command, fds):
         _libc().prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
         root = command["root"]
         sys.argv = [WORKER, root, str(request), str(response)]
-        import importlib.util
-        _use_compiled_code()
         if command.get("task") == "compile":
             _compile_sources(root, request, response)
             os._exit(0)
         if bytecode is not None:
-            _install_bytecode(bytecode, root, command["work"])
-        spec = importlib.util.spec_from_file_location("__worker__", WORKER)
-        worker = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(worker)
-        worker.main(root, str(request), str(response))
+            _use_bytecode(bytecode, root)
+        _worker().main(root, str(request), str(response))
         code = 0
     except SystemExit as stop:
         code = stop.code if isinstance(stop.code, int) else 1
@@ -206,47 +205,21 @@ def _own_pid_namespace(fds):
     os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
 
 
-_COMPILED = {}                   # path of a grader file the child loads -> its code object (compiled, never run)
+_WORKER = []                     # the per-part entry, ``worker``, with the grader modules it loads: run once
 
 
-def _compile_child_code():
-    """Compile (not run) worker.py and the grader files it loads by path, so that no child compiles them again."""
-    import re
-    with open(WORKER, encoding="utf-8") as f:
-        source = f.read()
-    names = set(re.findall(r"""_load\(["'](\w+)["']\)""", source)) | {"ipc"}
-    for path in [WORKER] + [os.path.join(HERE, f"{name}.py") for name in sorted(names)]:
-        with open(path, "rb") as f:
-            _COMPILED[path] = compile(f.read(), path, "exec", dont_inherit=True)
-
-
-def _grader_module(name):
-    """A grader module of the child's (stdlib only, e.g. ``ipc``) from its code compiled in the zygote."""
-    import types
-    path = os.path.join(HERE, f"{name}.py")
-    module = types.ModuleType(f"_autograder_{name}")
-    module.__file__ = path
-    code = _COMPILED.get(path)
-    if code is None:
-        with open(path, "rb") as f:
-            code = compile(f.read(), path, "exec", dont_inherit=True)
-    exec(code, module.__dict__)
-    return module
-
-
-def _use_compiled_code():
-    """In the child: the loader serves the grader files from ``_COMPILED`` (same path, same code) until the
-    first other file is imported, which restores the loader as it was."""
-    from importlib.machinery import SourceFileLoader
-    original = SourceFileLoader.get_code
-
-    def get_code(self, fullname):
-        code = _COMPILED.get(self.path)
-        if code is None:
-            SourceFileLoader.get_code = original
-            return original(self, fullname)
-        return code
-    SourceFileLoader.get_code = get_code
+def _worker():
+    """``worker.py`` as a module, with ``driver``, ``frames``, ``tracing`` and ``ipc`` loaded: grader code and
+    tables only (no state, nothing secret), executed once in the zygote so that no child runs it again."""
+    if not _WORKER:
+        import importlib.util
+        spec = importlib.util.spec_from_file_location("__worker__", WORKER)
+        worker = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(worker)
+        for name in ("driver", "frames", "tracing", "ipc"):
+            worker._load(name)
+        _WORKER.append(worker)
+    return _WORKER[0]
 
 
 # ---- the submission's bytecode: compiled once by a confined child, handed to each part's child
@@ -255,11 +228,7 @@ SOURCE_FILES, SOURCE_BYTES, SOURCE_DEPTH = 500, 16 << 20, 16
 
 
 def _frames():
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("_autograder_frames", os.path.join(HERE, "frames.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return _worker()._load("frames")
 
 
 def _compile_sources(root, request, response):
@@ -298,11 +267,14 @@ def _compile_sources(root, request, response):
     os.close(response)
 
 
-def _install_bytecode(fd, root, work):
-    """In a part's child (already confined): the submission's pycs, as the grader passed them on, put under
-    a pycache prefix in the child's own working folder. Each is checked against its source's hash on import,
-    so a file changed since is compiled again. Anything wrong here only means compiling as usual."""
+def _use_bytecode(fd, root):
+    """In a part's child (already confined): import the submission from the pycs the grader passed on, kept in
+    memory (``{source path: pyc}``) and served by the source loader. Each is checked against its source's hash
+    as it is imported, so a file changed since is compiled again. Anything wrong here only means compiling as
+    usual. Nothing else is touched: other modules load from their own ``__pycache__`` as always."""
     import importlib.util
+    import marshal
+    from importlib.machinery import SourceFileLoader
     chunks = []
     while True:
         chunk = os.read(fd, 1 << 16)
@@ -314,23 +286,33 @@ def _install_bytecode(fd, root, work):
         _, arrays = _frames().decode(b"".join(chunks))
     except ValueError:
         return
-    sys.pycache_prefix = os.path.join(work, ".bytecode")
+    pycs = {}
     for (_, relative), array in arrays.items():
         parts = relative.split("/")
-        if parts[0] != "mytorch" or any(p in ("", ".", "..") for p in parts) or not relative.endswith(".py"):
-            continue
-        target = importlib.util.cache_from_source(os.path.join(root, *parts))
-        with _suppress():
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            with open(target, "wb") as f:
-                f.write(array.tobytes())
+        if parts[0] == "mytorch" and all(p not in ("", ".", "..") for p in parts) and relative.endswith(".py"):
+            pycs[os.path.join(root, *parts)] = array.tobytes()
+    original = SourceFileLoader.get_code
+
+    def get_code(self, fullname):
+        pyc = pycs.pop(self.path, None)
+        if pyc is not None and pyc[:8] == importlib.util.MAGIC_NUMBER + b"\x03\0\0\0":    # checked, hash-based
+            try:
+                if importlib.util.source_hash(self.get_data(self.path)) == pyc[8:16]:
+                    return marshal.loads(memoryview(pyc)[16:])
+            except Exception:
+                pass
+        return original(self, fullname)
+    SourceFileLoader.get_code = get_code
 
 
 def zygote_main(control_fd):
     _libc().prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)           # before anything else: no one traces or reads it
     import numpy                                          # noqa: F401  (the point of it all)
-    import faulthandler, importlib.util, json, linecache, resource, traceback, warnings  # noqa: E401,F401,F811
-    _compile_child_code()
+    import numpy.random                                   # noqa: F401  (imported on first use: 10 ms a part)
+    import faulthandler, importlib.util, json, linecache, marshal, resource, traceback, warnings  # noqa: E401,F401,F811
+    _worker()
+    import gc
+    gc.freeze()                                           # the children's collections leave these pages shared
     control = socket.socket(fileno=int(control_fd))
     control.send(json.dumps({"ready": os.getpid()}).encode())
     serve(control)

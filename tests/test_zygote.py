@@ -4,6 +4,8 @@ the grade completes, batch never shares one between submissions, and it holds no
 import csv
 import os
 import signal
+import subprocess
+import sys
 
 import pytest
 
@@ -36,15 +38,18 @@ def zygotes():
 
 
 def test_each_child_starts_from_the_pristine_zygote(tmp_path):
-    """Part 1.1 changes NumPy, a module of the standard library and the builtins in its child; part 1.2, forked
+    """Part 1.1 changes NumPy, a module of the standard library, the builtins and the grader's own driver (all
+    loaded in the zygote) in its child; part 1.2, forked
     afterwards from the same zygote, finds none of it (its cases, run in one child, do share it). Both keep
     full marks."""
-    leave = ("import numpy as _np, json as _json, builtins as _b, mytorch as _m\n"
+    leave = ("import numpy as _np, json as _json, builtins as _b, mytorch as _m, sys as _s\n"
              "_mine = _m.__dict__.setdefault('_token', object())      # one per child: cases share it\n"
-             "for _where in (_np, _json, _b):\n"
-             "    if getattr(_where, 'left_by_a_part', _mine) is not _mine:\n"
+             "_f = _s._getframe()                                      # the grader's driver, loaded in the zygote\n"
+             "while 'run_case' not in _f.f_globals:\n"
+             "    _f = _f.f_back\n"
+             "for _where in (_np.__dict__, _json.__dict__, _b.__dict__, _f.f_globals):\n"
+             "    if _where.setdefault('left_by_a_part', _mine) is not _mine:\n"
              "        raise ValueError('state left by another part')\n"
-             "    _where.left_by_a_part = _mine\n"
              "_np.zeros = _np.ones\n")
     sub = make_submission(tmp_path / "sub", rnn_edit(leave))
     results = grade.grade(sub, [spec.PARTS_BY_NUMBER["1.1"], spec.PARTS_BY_NUMBER["1.2"]], jobs=1)
@@ -147,3 +152,39 @@ def test_without_a_zygote_each_part_starts_its_own_python(tmp_path, monkeypatch)
     results = grade.grade(make_submission(tmp_path / "sub"), [spec.PARTS_BY_NUMBER["1.1"]])
     assert results[0].score == results[0].part.points
     assert not seen
+
+
+BYTECODE_PROBE = """
+import importlib._bootstrap_external as bootstrap, importlib.util, os, sys
+import numpy as np
+from autograder import frames, zygote
+root, source, compiled, hashed = sys.argv[1:5]
+os.makedirs(os.path.join(root, "mytorch"))
+with open(os.path.join(root, "mytorch", "__init__.py"), "w") as f:
+    f.write(source)
+code = compile(compiled, os.path.join(root, "mytorch", "__init__.py"), "exec")
+pyc = bootstrap._code_to_hash_pyc(code, importlib.util.source_hash(hashed.encode()), checked=True)
+message = frames.encode([], {(0, "mytorch/__init__.py"): np.frombuffer(bytes(pyc), dtype=np.uint8)})
+r, w = os.pipe()
+os.write(w, message)
+os.close(w)
+zygote._use_bytecode(r, root)
+sys.path.insert(0, root)
+import mytorch
+print(mytorch.X)
+"""
+
+
+@pytest.mark.parametrize("hashed, expected", [("X = 'source'", "from the pyc"),
+                                              ("X = 'before the edit'", "source")])
+def test_a_part_imports_the_submission_from_its_compiled_code_unless_the_source_changed(tmp_path, hashed,
+                                                                                        expected):
+    """A part's child takes a module's code from the pyc the compile child made while its source still hashes the
+    same (this pyc holds other code than the source, so it shows), and compiles the source when it was edited
+    since. Nothing is written beside the submission."""
+    proc = subprocess.run([sys.executable, "-B", "-c", BYTECODE_PROBE, str(tmp_path / "sub"), "X = 'source'",
+                           "X = 'from the pyc'", hashed], capture_output=True, text=True,
+                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == expected
+    assert not [p for p in (tmp_path / "sub").rglob("*") if p.suffix == ".pyc" or p.name == "__pycache__"]
