@@ -12,6 +12,7 @@ first; any problem is a ``ReferenceDataError`` whose message names the file.
 """
 import dataclasses
 import errno
+import functools
 import hashlib
 import io
 import json
@@ -44,7 +45,7 @@ class PartData:
     inputs: list                 # per case: {name: array}
     expected: list               # per case: {name: array}
     variants: list               # per case: {name: [(hint text, array), …]}
-    traces: list = None          # per case: the solution's trace (meta, values), or None (see diagnosis)
+    traces: object = None        # per case: the solution's trace (meta, values), or None: a list or ``Traces``
     solution: str = None         # with a fresh seed: the solution's folder, which traces a case when asked
 
 
@@ -152,8 +153,9 @@ def _array(member):
 
 
 def _members(content):
-    """{name without .npy: bytes} of a zip archive as ``np.savez_compressed`` writes it (stored or deflated
-    members, no zip64), read from its central directory; anything else goes through ``zipfile``."""
+    """{name without .npy: a function giving its bytes} of a zip archive as ``np.savez_compressed`` writes it
+    (stored or deflated members, no zip64), read from its central directory; anything else goes through
+    ``zipfile``. A member is inflated only when asked for: the traces, most of the bytes, rarely are."""
     end = content.rfind(b"PK\x05\x06", max(0, len(content) - (1 << 16) - 22))
     if end >= 0:
         count, size, at = struct.unpack("<HII", content[end + 10:end + 20])
@@ -171,25 +173,50 @@ def _members(content):
             raw = content[start:start + packed]
             if method not in (0, 8) or content[offset:offset + 4] != b"PK\x03\x04" or not name.endswith(".npy"):
                 break
-            members[name[:-4]] = zlib.decompress(raw, -15) if method == 8 else raw
+            members[name[:-4]] = functools.partial(zlib.decompress, raw, -15) if method == 8 else \
+                functools.partial(bytes, raw)
         else:
             return members
     with zipfile.ZipFile(io.BytesIO(content)) as archive:
-        return {info.filename[:-4]: archive.read(info) for info in archive.infolist()}
+        return {info.filename[:-4]: functools.partial(bytes, archive.read(info)) for info in archive.infolist()}
+
+
+class Traces:
+    """Per case, the solution's stored trace ``(meta, values)`` or None; read from the file when a case is
+    first asked for (only a failing case is diagnosed, and the traces are most of a part's bytes)."""
+
+    def __init__(self, count, metas, values):
+        self._count, self._metas, self._values, self._read = count, metas, values, None
+
+    def _all(self):
+        if self._read is None:
+            metas = json.loads(str(_array(self._metas()))) if self._metas is not None else {}
+            self._read = [(metas[str(k)], _array(self._values[k]())) if str(k) in metas and k in self._values
+                          else None for k in range(self._count)]
+        return self._read
+
+    def __len__(self):
+        return self._count
+
+    def __getitem__(self, k):
+        return self._all()[k]
 
 
 def _read(content):
-    data = {name: _array(member) for name, member in _members(content).items()}
-    configs = json.loads(str(data["__configs__"]))
-    hints = json.loads(str(data["__hints__"]))
-    metas = json.loads(str(data["__traces__"])) if "__traces__" in data else {}
+    members = _members(content)
+    configs = json.loads(str(_array(members["__configs__"]())))
+    hints = json.loads(str(_array(members["__hints__"]())))
     inputs, expected, variants = ([{} for _ in configs] for _ in range(3))
-    traces = [None for _ in configs]
-    for key, value in data.items():
+    trace_values = {}
+    for key, member in members.items():
         if key.startswith("__"):
             continue
         k, kind, rest = (key.split(":", 2) + [""])[:3]          # k:trace has no name
         k = int(k)
+        if kind == "trace":
+            trace_values[k] = member
+            continue
+        value = _array(member())
         if kind == "in":
             inputs[k][rest] = value
         elif kind == "out":
@@ -197,8 +224,7 @@ def _read(content):
         elif kind == "hint":
             hint_id, name = rest.split(":", 1)
             variants[k].setdefault(name, []).append((hints[hint_id], value))
-        elif kind == "trace" and str(k) in metas:
-            traces[k] = (metas[str(k)], value)
+    traces = Traces(len(configs), members.get("__traces__"), trace_values)
     return PartData(configs, inputs, expected, variants, traces)
 
 

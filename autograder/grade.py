@@ -104,9 +104,11 @@ def grade(root, parts=None, timeout=20.0, memory_mb=1024, verbose=False, fresh_s
     jobs = jobs or os.cpu_count() or 1
     worker = zygote.Zygote(python) if zygote.enabled() else None    # imports NumPy while the references load
     try:
-        if loaded is None:
-            loaded = references(parts, fresh_seed, solution, timeout, memory_mb, jobs, python)
-        bytecode = sandbox.compiled(root, timeout, memory_mb, user, worker)     # compiled once, not per part
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as aside:    # compiled (never run) meanwhile
+            compiling = aside.submit(sandbox.compiled, root, timeout, memory_mb, user, worker)
+            if loaded is None:
+                loaded = references(parts, fresh_seed, solution, timeout, memory_mb, jobs, python)
+            bytecode = compiling.result()                                       # compiled once, not per part
         with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
             def graded(part, part_data):
                 result = grade_part(part, part_data, root, timeout, memory_mb, verbose, user, python, worker,
