@@ -45,6 +45,9 @@ PLACE_OF = {LAYER_ORDER: "layer loop", TIME_NOT_REVERSED: "time loop", FUTURE_DR
             IGNORES_LENGTHS_BACKWARD: "masked gradient"}
 
 
+METHODS = ("backward", "_backward_direction", "_run_direction")
+
+
 def _function(layer, name):
     """(ast of the method, its file, its first line), or None."""
     method = getattr(type(layer), name, None)
@@ -114,10 +117,16 @@ def _places(layer, root):
     return found
 
 
+_found = {}                      # (root, the layer's methods' code) -> places: each case of a part asks again
+
+
 def find(layer, root):
     """{place: 'mytorch/nn/recurrent.py:123: <the line>'} for the places of the layer's methods found in
     ``root``; empty when the code cannot be read (never raises)."""
     try:
-        return _places(layer, root)
+        key = (root, *(getattr(getattr(type(layer), name, None), "__code__", None) for name in METHODS))
+        if key not in _found:
+            _found[key] = _places(layer, root)
+        return dict(_found[key])
     except Exception:
         return {}

@@ -11,6 +11,7 @@ OUTPUT_TAIL = 4000               # the end of what a child printed, in bytes
 DEPTH_LIMIT = 6
 ITEMS_LIMIT = 1000               # entries of one list or dict in a report
 ALLOWED = "\n\t"
+_ALLOWED_AS_SPACES = str.maketrans(ALLOWED, " " * len(ALLOWED))
 
 
 def text(value, limit=TEXT_LIMIT):
@@ -24,7 +25,8 @@ def text(value, limit=TEXT_LIMIT):
             return f"<{type(value).__name__}>"
     cut = len(value) - limit
     value = value[:limit].encode("utf-8", "replace").decode("utf-8")      # lone surrogates become '?'
-    value = "".join(c if c.isprintable() or c in ALLOWED else "?" for c in value)
+    if not value.translate(_ALLOWED_AS_SPACES).isprintable():                # the common case: all printable
+        value = "".join(c if c.isprintable() or c in ALLOWED else "?" for c in value)
     return value + (f" … ({cut} more characters)" if cut > 0 else "")
 
 
