@@ -16,6 +16,7 @@ stored as the case's reference trace, which ``diagnosis`` matches a failing stud
 Not shipped in the student handout.
 """
 import argparse
+import contextlib
 import os
 import shutil
 import sys
@@ -23,15 +24,29 @@ import tempfile
 
 import numpy as np
 
-from autograder import compare, course, data, diagnosis, sandbox, spec
+from autograder import compare, course, data, diagnosis, sandbox, spec, zygote
 
 SEED = course.DEFAULT_SEED
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def run_solution(root, part, configs, inputs):
+@contextlib.contextmanager
+def zygotes(count=2):
+    """``count`` zygotes to fork the solution's children from (None each with MYTORCH_GRADER_ZYGOTE=0): a
+    child then costs a fork, not a Python start. Two, since a value traced twice must come from two processes
+    whose NumPy was seeded apart (``reference_trace``)."""
+    workers = [zygote.Zygote() if zygote.enabled() else None for _ in range(count)]
+    try:
+        yield workers
+    finally:
+        for worker in workers:
+            if worker is not None:
+                worker.close()
+
+
+def run_solution(root, part, configs, inputs, worker=None):
     """Outputs per case of the mytorch in ``root``; None for a case that raised (a mistake may crash)."""
-    outcome = sandbox.run_child(root, configs, inputs, timeout=60)
+    outcome = sandbox.run_child(root, configs, inputs, timeout=60, zygote=worker)
     if outcome.failure:
         raise RuntimeError(f"part {part.number}: the code in {root} {outcome.failure}\n{outcome.output}")
     return [None if r["status"] != "ok" else {name: a for (case, name), a in outcome.arrays.items() if case == k}
@@ -65,10 +80,11 @@ def assigned_variant(outputs):
     return assigned
 
 
-def reference_trace(config, inputs):
-    """(meta, values) of the solution's trace of one case (see ``tracing.Trace.pack``), traced twice: a value
-    that differs between the runs (random initial parameters) is no reference."""
-    runs = [diagnosis.trace_case(REPO, config, inputs, timeout=60) for _ in range(2)]
+def reference_trace(config, inputs, workers=(None, None)):
+    """(meta, values) of the solution's trace of one case (see ``tracing.Trace.pack``), traced twice, by a child
+    of each of two ``workers`` (zygotes, or None: a new Python each): a value that differs between the runs
+    (random initial parameters) is no reference."""
+    runs = [diagnosis.trace_case(REPO, config, inputs, timeout=60, zygote=worker) for worker in workers]
     if None in runs:
         raise RuntimeError(f"part {config.get('part')}: the solution could not be traced")
     trace = diagnosis.stable(runs[0][0], runs[1][0])
@@ -80,14 +96,15 @@ def reference_trace(config, inputs):
     return {"records": records, "texts": {}, "lost": trace.lost, "callers": callers}, flat
 
 
-def build_part(part, seed, with_hints=True):
-    """(configs, inputs, expected, variants, hints, traces) for one part."""
+def build_part(part, seed, with_hints=True, with_traces=True, workers=(None, None)):
+    """(configs, inputs, expected, variants, hints, traces) for one part (traces None without ``with_traces``);
+    ``workers``: two zygotes (``zygotes``) or None."""
     from autograder import mistakes                               # instructor-only module
 
     cases = spec.make_cases(part, seed)
     configs, inputs = [c for c, _ in cases], [i for _, i in cases]
     # record_steps: the gradients after every backward call too, from which `=` for `+=` is recognised
-    expected, reports = run_solution(REPO, part, [dict(c, record_steps=True) for c in configs], inputs)
+    expected, reports = run_solution(REPO, part, [dict(c, record_steps=True) for c in configs], inputs, workers[0])
     for k, (outputs, report) in enumerate(zip(expected, reports)):
         if outputs is None:
             raise RuntimeError(f"part {part.number} case {k + 1}: the solution raised {report['error']} at {report['where']}")
@@ -101,7 +118,7 @@ def build_part(part, seed, with_hints=True):
         if part.number not in mistake.parts:
             continue
         with tempfile.TemporaryDirectory() as tmp:
-            outputs, _ = run_solution(mutated_copy(mistake, tmp), part, configs, inputs)
+            outputs, _ = run_solution(mutated_copy(mistake, tmp), part, configs, inputs, workers[0])
         for k, case_outputs in enumerate(outputs):
             differing = {name: a for name, a in (case_outputs or {}).items()
                          if name in expected[k] and not compare.close(a, expected[k][name])
@@ -109,42 +126,51 @@ def build_part(part, seed, with_hints=True):
             if differing:
                 variants[k][mistake.id] = differing
                 hints[mistake.id] = mistake.hint
-    traces = [reference_trace(c, i) for c, i in zip(configs, inputs)]
+    traces = [reference_trace(c, i, workers) for c, i in zip(configs, inputs)] if with_traces else None
     return configs, inputs, expected, variants, hints, traces
 
 
 def generate(seed=None, parts=spec.PARTS):
     seed = course.load_course().seed if seed is None else seed
     os.makedirs(data.DATA_DIR, exist_ok=True)
-    for part in parts:
-        *built, traces = build_part(part, seed)
-        data.write_part(part.number, *built, traces=traces)
-        print(f"part {part.number}: {data.file_name(part.number)}")
+    with zygotes() as workers:
+        for part in parts:
+            *built, traces = build_part(part, seed, workers=workers)
+            data.write_part(part.number, *built, traces=traces)
+            print(f"part {part.number}: {data.file_name(part.number)}")
     data.write_manifest(seed, [p.number for p in spec.PARTS])
 
 
-def check(seed=None):
-    """Recompute every part and compare with the stored data; return the list of differences."""
+def check(seed=None, parts=spec.PARTS):
+    """Recompute ``parts`` (the inputs, outputs and hinted arrays; not the traces) and compare with the stored
+    data; return the list of differences."""
     manifest = data.read_manifest()
     seed = manifest["seed"] if seed is None else seed
     problems = []
-    for part in spec.PARTS:
-        stored = data.load_part(part.number, manifest=manifest)
-        configs, inputs, expected, variants, _, _ = build_part(part, seed)
-        if configs != stored.configs:
-            problems.append(f"part {part.number}: the case configs differ")
-            continue
-        for k in range(len(configs)):
-            for kind, mine, theirs in (("input", inputs[k], stored.inputs[k]), ("output", expected[k], stored.expected[k])):
-                if mine.keys() != theirs.keys():
-                    problems.append(f"part {part.number} case {k + 1}: {kind} names differ")
-                for name in mine.keys() & theirs.keys():
-                    if not np.array_equal(mine[name], theirs[name]) and not compare.close(mine[name], theirs[name]):
-                        problems.append(f"part {part.number} case {k + 1}: {kind} {name} differs")
-            stored_hints = {n for n in stored.variants[k]}
-            fresh_hints = {n for outputs in variants[k].values() for n in outputs}
-            if stored_hints != fresh_hints:
-                problems.append(f"part {part.number} case {k + 1}: hinted arrays differ")
+    with zygotes(1) as workers:
+        for part in parts:
+            problems += _check_part(part, seed, manifest, workers)
+    return problems
+
+
+def _check_part(part, seed, manifest, workers):
+    """The differences between one part's stored data and a fresh computation."""
+    problems = []
+    stored = data.load_part(part.number, manifest=manifest)
+    configs, inputs, expected, variants, _, _ = build_part(part, seed, with_traces=False, workers=workers)
+    if configs != stored.configs:
+        return [f"part {part.number}: the case configs differ"]
+    for k in range(len(configs)):
+        for kind, mine, theirs in (("input", inputs[k], stored.inputs[k]), ("output", expected[k], stored.expected[k])):
+            if mine.keys() != theirs.keys():
+                problems.append(f"part {part.number} case {k + 1}: {kind} names differ")
+            for name in mine.keys() & theirs.keys():
+                if not np.array_equal(mine[name], theirs[name]) and not compare.close(mine[name], theirs[name]):
+                    problems.append(f"part {part.number} case {k + 1}: {kind} {name} differs")
+        stored_hints = {n for n in stored.variants[k]}
+        fresh_hints = {n for outputs in variants[k].values() for n in outputs}
+        if stored_hints != fresh_hints:
+            problems.append(f"part {part.number} case {k + 1}: hinted arrays differ")
     return problems
 
 
