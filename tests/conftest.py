@@ -49,8 +49,9 @@ def built_handout(tmp_path_factory):
     return build.build_handout(str(tmp_path_factory.mktemp("handout") / "handout"))
 
 
-# module-scoped fixtures worth building once per module: a campaign of attacks run at once, a built handout
-SHARED_FIXTURES = {"campaign", "built"}
+# fixtures worth building once: a campaign of attacks run at once, a built handout, the course site (and the
+# pages a browser read from it), a class graded in batch
+SHARED_FIXTURES = {"campaign", "built", "site", "crawl", "graded_class"}
 
 
 def pytest_collection_modifyitems(config, items):

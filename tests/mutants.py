@@ -175,8 +175,29 @@ def _alarm(signum, frame):
     raise _Slow()
 
 
-def grade_mutant(mutant, part_data, part, work):
-    """``(lost points, report)`` of one mutant: its part graded and, if it loses points, diagnosed."""
+def compiled_solution(root):
+    """{path under ``root``: code} of every file of the solution's mytorch, as if it were copied to ``root``:
+    compiled once, so that a mutant's import compiles only its mutated file."""
+    found = {}
+    for folder, _, files in os.walk(os.path.join(REPO, "mytorch")):
+        for name in files:
+            if name.endswith(".py"):
+                path = os.path.join(root, os.path.relpath(os.path.join(folder, name), REPO))
+                with open(os.path.join(folder, name), "rb") as f:
+                    found[path] = compile(f.read(), path, "exec", dont_inherit=True)
+    return found
+
+
+def _serve_compiled(codes):
+    """Imports of the files in ``codes`` take that code (call in the mutant's forked child only)."""
+    from importlib.machinery import SourceFileLoader
+    original = SourceFileLoader.get_code
+    SourceFileLoader.get_code = lambda self, fullname: codes.get(self.path) or original(self, fullname)
+
+
+def grade_mutant(mutant, part_data, part, work, codes=None):
+    """``(lost points, report)`` of one mutant: its part graded and, if it loses points, diagnosed. ``codes``:
+    ``compiled_solution(work/sub)``, served for every file but the mutated one."""
     from autograder import diagnosis, driver, feedback, sandbox, tracing
 
     root = os.path.join(work, "sub")
@@ -185,10 +206,12 @@ def grade_mutant(mutant, part_data, part, work):
                     ignore=shutil.ignore_patterns("__pycache__"))
     with open(os.path.join(root, mutant.file), "w") as f:
         f.write(mutant.source)
+    if codes:
+        _serve_compiled({path: code for path, code in codes.items() if path != os.path.join(root, mutant.file)})
     _purge()
     sys.path.insert(0, root)
     signal.signal(signal.SIGALRM, _alarm)
-    signal.alarm(20)
+    signal.alarm(10)
     try:
         import mytorch
         inputs = [{k: v.copy() for k, v in i.items()} for i in part_data.inputs]
@@ -215,6 +238,9 @@ def grade_mutant(mutant, part_data, part, work):
     return part.points - score, text
 
 
+CPU_SECONDS = 5                  # a mutant takes ~0.15 s; one that runs away is ended (and not counted)
+
+
 def _forked(function, seconds):
     """``function()`` in a forked child (its memory, its imports) within ``seconds``: its JSON result, or
     (None, why) if it hung, blew its memory or died."""
@@ -226,6 +252,7 @@ def _forked(function, seconds):
         os.close(read)
         try:
             resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+            resource.setrlimit(resource.RLIMIT_CPU, (CPU_SECONDS, CPU_SECONDS + 1))     # a mutant that loops
             payload = json.dumps(function()).encode()
         except BaseException as error:
             payload = json.dumps([None, type(error).__name__]).encode()
@@ -258,12 +285,14 @@ def run_mutants(items):
 
     results, cache = [], {}
     with tempfile.TemporaryDirectory() as work:
+        codes = compiled_solution(os.path.join(work, "sub"))
         for mutant in items:
             mutant = Mutant(*mutant)
             if mutant.part not in cache:
                 cache[mutant.part] = data.load_part(mutant.part)
+                cache[mutant.part].traces[0]              # read once here, not in every forked child
             lost, text = _forked(lambda: grade_mutant(mutant, cache[mutant.part],
-                                                      spec.PARTS_BY_NUMBER[mutant.part], work), 60)
+                                                      spec.PARTS_BY_NUMBER[mutant.part], work, codes), 15)
             results.append((mutant, lost, text))
     return results
 
