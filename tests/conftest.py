@@ -54,6 +54,7 @@ def built_handout(tmp_path_factory):
 SHARED_FIXTURES = {"campaign", "built", "site", "crawl", "graded_class"}
 
 
+@pytest.hookimpl(tryfirst=True)                   # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist (``--dist loadgroup``), the tests of a module that share one of SHARED_FIXTURES run in
     one worker, so it is built once; every other test goes to whichever worker is free."""
