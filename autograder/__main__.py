@@ -27,8 +27,14 @@ def main(argv=None):
     if argv and argv[0] == "gradescope":
         from autograder import gradescope
         return gradescope.main(argv[1:])
-    from autograder import cli
-    return cli.main_grade(argv)
+    from autograder import zygote
+    worker = zygote.early(argv)                       # starts importing NumPy while the grader does
+    try:
+        from autograder import cli
+        return cli.main_grade(argv, worker)
+    finally:
+        if worker is not None:
+            worker.close()
 
 
 if __name__ == "__main__":

@@ -117,18 +117,26 @@ def resolve_python(parser, path, user=None):
         parser.error(f"--python: {path} is not an executable file")
     python = os.path.abspath(path) if path is not None else None
     if user is not None:
-        try:
-            probe = subprocess.run([python or sys.executable, "-I", "-c", "import numpy"], cwd="/",
-                                   stdin=subprocess.DEVNULL, capture_output=True, preexec_fn=interpreter.as_user(user),
-                                   timeout=60)
-            problem = probe.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] if probe.returncode else None
+        try:                                              # runs while the Pythons' files are checked
+            probe = subprocess.Popen([python or sys.executable, "-I", "-c", "import numpy"], cwd="/",
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                     preexec_fn=interpreter.as_user(user))
         except (OSError, subprocess.SubprocessError) as error:
-            problem = [str(error)]
+            probe, problem = None, [str(error)]
+        exposed = interpreter.exposed(sorted({python or sys.executable, sys.executable}), [user])
+        if probe is not None:
+            try:
+                _, err = probe.communicate(timeout=60)
+                problem = err.decode("utf-8", "replace").strip().splitlines()[-1:] if probe.returncode else None
+            except subprocess.TimeoutExpired:
+                probe.kill()
+                probe.wait()
+                problem = ["it did not import numpy within 60 s"]
         if problem is not None:
             parser.error(f"user {user.pw_name} cannot run {python or sys.executable} with numpy "
                          f"({untrusted.text(' '.join(problem), 300)}): give --python PATH, e.g. a venv made from "
                          "the system Python with numpy installed")
-        for _, path in interpreter.exposed(sorted({python or sys.executable, sys.executable}), [user]):
+        for _, path in exposed:
             parser.error(f"user {user.pw_name} could change {path}, which a Python of this run (--python or the "
                          "grader's) runs: student code could plant code there; make it writable by root alone, "
                          "or give --python a venv owned by root")
@@ -192,7 +200,9 @@ def _placeholder(parts, message):
     return [grade.PartResult(p, 0.0, "error", message) for p in parts]
 
 
-def main_grade(argv):
+def main_grade(argv, worker=None):
+    """``python -m autograder [options]``; ``worker``: a zygote of this Python started early (``zygote.early``),
+    used if this grade runs student code with this Python."""
     parser = grade_parser()
     args = parser.parse_args(argv)
     the_course = load_course(parser)
@@ -231,7 +241,7 @@ def main_grade(argv):
                           "--submission DIR.")
         results = grade.grade(root, parts, timeout=args.timeout, memory_mb=args.memory, verbose=args.verbose,
                               fresh_seed=fresh_seed, solution=solution, jobs=args.jobs, user=user, python=python,
-                              progress=progress)
+                              progress=progress, worker=worker if python in (None, sys.executable) else None)
         progress.finish()
         if fresh_seed is not None:
             console.print(f"Graded on fresh cases from seed {fresh_seed}.")

@@ -31,11 +31,13 @@ def judge(part, part_data, outcome, verbose=False, diagnose=None):
     return PartResult(part, *feedback.judge_part(part, part_data, outcome, verbose, diagnose), outcome.seconds)
 
 
-def _fresh_part_data(part, seed, solution, timeout, memory_mb, python=None):
-    """New cases from ``seed``, with references computed by a child running the instructor's solution."""
+def _fresh_part_data(part, seed, solution, timeout, memory_mb, python=None, worker=None):
+    """New cases from ``seed``, with references computed by a child running the instructor's solution (forked
+    from ``worker``, the references' own zygote, if there is one)."""
     cases = spec.make_cases(part, seed)
     configs, inputs = [c for c, _ in cases], [i for _, i in cases]
-    outcome = sandbox.run_child(solution, configs, inputs, timeout=timeout, memory_mb=memory_mb, python=python)
+    outcome = sandbox.run_child(solution, configs, inputs, timeout=timeout, memory_mb=memory_mb, python=python,
+                                zygote=worker)
     if outcome.failure or any(r.get("status") != "ok" for r in outcome.reports):
         problem = outcome.failure or next(r["error"] for r in outcome.reports if r.get("status") != "ok")
         raise data.ReferenceDataError(f"the reference solution in {solution} failed on part {part.number}: {problem}")
@@ -43,11 +45,11 @@ def _fresh_part_data(part, seed, solution, timeout, memory_mb, python=None):
     return data.PartData(configs, inputs, expected, [{} for _ in configs], solution=solution)
 
 
-def reference(part, fresh_seed, solution, timeout, memory_mb, manifest, python=None):
+def reference(part, fresh_seed, solution, timeout, memory_mb, manifest, python=None, worker=None):
     """A part's verified reference data, or the ReferenceDataError that explains why there is none."""
     try:
         if fresh_seed is not None:
-            return _fresh_part_data(part, fresh_seed, solution, timeout, memory_mb, python)
+            return _fresh_part_data(part, fresh_seed, solution, timeout, memory_mb, python, worker)
         if isinstance(manifest, data.ReferenceDataError):
             raise manifest
         part_data = data.load_part(part.number, manifest=manifest)
@@ -84,13 +86,19 @@ def references(parts, fresh_seed=None, solution=None, timeout=20.0, memory_mb=10
             data.check_seed(manifest, course.load_course().seed)
         except data.ReferenceDataError as error:
             manifest = error                                 # every part reports it; grading still finishes
-    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 1) as pool:
-        return list(pool.map(lambda p: reference(p, fresh_seed, solution, timeout, memory_mb, manifest, python),
-                             parts))
+    # with a fresh seed, the solution's children fork from a zygote of the references' own (none of a submission)
+    worker = zygote.Zygote(python) if fresh_seed is not None and zygote.enabled() else None
+    try:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 1) as pool:
+            return list(pool.map(lambda p: reference(p, fresh_seed, solution, timeout, memory_mb, manifest, python,
+                                                     worker), parts))
+    finally:
+        if worker is not None:
+            worker.close()
 
 
 def grade(root, parts=None, timeout=20.0, memory_mb=1024, verbose=False, fresh_seed=None, solution=None,
-          jobs=None, user=None, python=None, loaded=None, progress=None):
+          jobs=None, user=None, python=None, loaded=None, progress=None, worker=None):
     """Grade the ``mytorch`` in ``root`` on ``parts`` (default: the course's). Returns a list of ``PartResult``.
 
     Every reference is loaded and verified (or computed by the solution) before any student code runs, so
@@ -98,11 +106,13 @@ def grade(root, parts=None, timeout=20.0, memory_mb=1024, verbose=False, fresh_s
     ``references(parts, ...)`` already read (batch grading reads them once for every submission).
     ``user``: a pwd entry to run student code as; ``python``: the child's interpreter; ``progress``: called
     with each ``PartResult`` as soon as its part is graded (from a worker thread). The parts' children are
-    forked from one zygote of this submission's own (``zygote``), never shared with another submission.
+    forked from one zygote of this submission's own (``zygote``), never shared with another submission:
+    ``worker``, one started earlier for this grade (of ``python``), which this call then ends; else a new one.
     """
     parts = list(parts or course.load_course().parts())
     jobs = jobs or os.cpu_count() or 1
-    worker = zygote.Zygote(python) if zygote.enabled() else None    # imports NumPy while the references load
+    if worker is None and zygote.enabled():
+        worker = zygote.Zygote(python)                               # imports NumPy while the references load
     try:
         with concurrent.futures.ThreadPoolExecutor(max_workers=1) as aside:    # compiled (never run) meanwhile
             compiling = aside.submit(sandbox.compiled, root, timeout, memory_mb, user, worker)

@@ -458,6 +458,16 @@ class _Generation:
             self.control.close()
 
 
+def early(argv):
+    """A ``Zygote`` of this Python for a plain grade about to parse ``argv``, started before the grader imports
+    NumPy and loads the references, so that both happen at once; None when the grade may not use one (no
+    zygotes, another ``--python``, or only help asked for). It runs no student code, and the same interpreter
+    as the grader itself, so starting it before the options are checked exposes nothing more."""
+    if not enabled() or any(a.startswith("--python") or a in ("-h", "--help") for a in argv):
+        return None
+    return Zygote(sys.executable)
+
+
 class Zygote:
     """One submission's zygote, started at once and used by every part of that submission (from any thread):
     ``fork(settings, fds)`` gives a ``Child``, or None once it has given up (the caller then spawns);

@@ -188,3 +188,29 @@ def test_a_part_imports_the_submission_from_its_compiled_code_unless_the_source_
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == expected
     assert not [p for p in (tmp_path / "sub").rglob("*") if p.suffix == ".pyc" or p.name == "__pycache__"]
+
+
+def test_a_plain_grade_starts_its_zygote_before_its_imports_and_uses_that_one(monkeypatch, capsys):
+    """``python -m autograder`` starts the zygote first (it imports NumPy while the grader does) and grades with
+    it: one zygote for the run, ended with it."""
+    from autograder import __main__ as entry
+    started = []
+    real = zygote.Zygote
+
+    def counting(*args, **kwargs):
+        started.append(real(*args, **kwargs))
+        return started[-1]
+    monkeypatch.setattr(zygote, "Zygote", counting)
+    assert entry.main(["1.1"]) == 0
+    assert "4.00/4" in capsys.readouterr().out
+    assert len(started) == 1 and started[0].current is None          # used, then closed
+    assert not zygotes()
+
+
+@pytest.mark.parametrize("argv", [["99.9"], ["--no-such-option"], ["--help"], ["--python", "/no/such/python"]])
+def test_a_usage_error_leaves_no_zygote_behind(argv, capsys):
+    from autograder import __main__ as entry
+    with pytest.raises(SystemExit) as stop:
+        entry.main(argv)
+    assert stop.value.code == (0 if argv == ["--help"] else 2)
+    assert not zygotes()
