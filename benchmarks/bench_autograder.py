@@ -71,18 +71,24 @@ def single_grades(args, tmp):
              "grade the handout": (grade_command(build_handout(tmp), results), None)}
     if args.run_as:
         extra = ["--run-as", args.run_as] + (["--python", args.python] if args.python else [])
-        peers["import numpy"] = ([args.python or sys.executable, "-c", "import numpy"], None)
         peers["grade --run-as"] = (grade_command(REPO, results, extra), None)
+        if args.python:                       # the children's Python: its own import is a second peer
+            peers["import numpy, --python"] = ([args.python, "-c", "import numpy"], None)
     times = rounds(peers, args.runs)
     base = times["import numpy"]
     print(f"python -c 'import numpy': median {statistics.median(base):.2f} s over {args.runs} rounds, "
-          f"{os.cpu_count()} cores")
+          f"{os.cpu_count()} cores" + (f"; with --python {args.python}: "
+                                       f"{statistics.median(times['import numpy, --python']):.2f} s"
+                                       if "import numpy, --python" in times else ""))
     for name, samples in times.items():
-        if name != "import numpy":
+        if not name.startswith("import numpy"):
             ratio = statistics.median(t / b for t, b in zip(samples, base))
             target = name in ("grade", "grade --run-as")
             print(f"{name:<28} median {statistics.median(samples):6.2f} s  = {ratio:5.1f}x import numpy"
                   f"{'  (target <= 8x)' if target else ''}")
+    if "import numpy, --python" in times:
+        ratio = statistics.median(t / b for t, b in zip(times["grade --run-as"], times["import numpy, --python"]))
+        print(f"{'grade --run-as':<28} {'':13}  = {ratio:5.1f}x the --python's import numpy")
     failing = statistics.median(h / g for h, g in zip(times["grade the handout"], times["grade"]))
     print(f"the handout, every part failing and diagnosed: {failing:.2f}x the solution's grade (target < 3x)")
 
