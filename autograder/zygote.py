@@ -21,9 +21,10 @@ fd it inherited, then does what ``sandbox`` does to a spawned child: a new sessi
 /dev/null and stdout and stderr into the output pipe, its working folder and environment, as root an IPC
 namespace of its own (``ipc``), the limits on memory, CPU, file size, core dumps and (under ``--run-as``)
 processes, as root a PID namespace (the child forks once more, like ``unshare --pid --fork --kill-child``,
-and waits), the sandbox user, and then the per-part entry, ``worker.main``, which imports the submission
-from the pycs its compile child made (``_use_bytecode``). A child therefore starts from the zygote's pristine
-memory: what one part does to its copy of NumPy or anything else cannot reach the next part.
+and waits), the sandbox user, and then the per-part entry, ``worker.main``, which imports the submission's
+sources alone, from the pycs its compile child made (``_read_bytecode``, ``worker.source_only``). A child
+therefore starts from the zygote's pristine memory: what one part does to its copy of NumPy or anything else
+cannot reach the next part.
 
 The trust boundary. The zygote runs as the grader (root under ``--run-as``) and is non-dumpable; the child
 runs as the sandbox user, so it cannot trace the zygote, read or write its memory through ``/proc/PID/mem``,
@@ -168,9 +169,8 @@ def _child(command, fds):
         if command.get("task") == "compile":
             _compile_sources(root, request, response)
             os._exit(0)
-        if bytecode is not None:
-            _use_bytecode(bytecode, root)
-        _worker().main(root, str(request), str(response))
+        pycs = _read_bytecode(bytecode, root) if bytecode is not None else None
+        _worker().main(root, str(request), str(response), pycs)
         code = 0
     except SystemExit as stop:
         code = stop.code if isinstance(stop.code, int) else 1
@@ -267,14 +267,9 @@ def _compile_sources(root, request, response):
     os.close(response)
 
 
-def _use_bytecode(fd, root):
-    """In a part's child (already confined): import the submission from the pycs the grader passed on, kept in
-    memory (``{source path: pyc}``) and served by the source loader. Each is checked against its source's hash
-    as it is imported, so a file changed since is compiled again. Anything wrong here only means compiling as
-    usual. Nothing else is touched: other modules load from their own ``__pycache__`` as always."""
-    import importlib.util
-    import marshal
-    from importlib.machinery import SourceFileLoader
+def _read_bytecode(fd, root):
+    """In a part's child (already confined): the submission's pycs the grader passed on, ``{source path: pyc}``
+    (``worker.source_only`` uses each only while its source still hashes the same); {} if anything is wrong."""
     chunks = []
     while True:
         chunk = os.read(fd, 1 << 16)
@@ -285,24 +280,13 @@ def _use_bytecode(fd, root):
     try:
         _, arrays = _frames().decode(b"".join(chunks))
     except ValueError:
-        return
+        return {}
     pycs = {}
     for (_, relative), array in arrays.items():
         parts = relative.split("/")
         if parts[0] == "mytorch" and all(p not in ("", ".", "..") for p in parts) and relative.endswith(".py"):
             pycs[os.path.join(root, *parts)] = array.tobytes()
-    original = SourceFileLoader.get_code
-
-    def get_code(self, fullname):
-        pyc = pycs.pop(self.path, None)
-        if pyc is not None and pyc[:8] == importlib.util.MAGIC_NUMBER + b"\x03\0\0\0":    # checked, hash-based
-            try:
-                if importlib.util.source_hash(self.get_data(self.path)) == pyc[8:16]:
-                    return marshal.loads(memoryview(pyc)[16:])
-            except Exception:
-                pass
-        return original(self, fullname)
-    SourceFileLoader.get_code = get_code
+    return pycs
 
 
 def zygote_main(control_fd):

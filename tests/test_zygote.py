@@ -168,8 +168,8 @@ message = frames.encode([], {(0, "mytorch/__init__.py"): np.frombuffer(bytes(pyc
 r, w = os.pipe()
 os.write(w, message)
 os.close(w)
-zygote._use_bytecode(r, root)
 sys.path.insert(0, root)
+zygote._worker().source_only(root, zygote._read_bytecode(r, root))
 import mytorch
 print(mytorch.X)
 """
