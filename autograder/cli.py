@@ -201,8 +201,8 @@ def _placeholder(parts, message):
 
 
 def main_grade(argv, worker=None):
-    """``python -m autograder [options]``; ``worker``: a zygote of this Python started early (``zygote.early``),
-    used if this grade runs student code with this Python."""
+    """``python -m autograder [options]``; ``worker``: a zygote of this Python started early (``zygote.early``,
+    which starts none when ``--python`` names another interpreter), ended by the grade."""
     parser = grade_parser()
     args = parser.parse_args(argv)
     the_course = load_course(parser)
@@ -241,7 +241,7 @@ def main_grade(argv, worker=None):
                           "--submission DIR.")
         results = grade.grade(root, parts, timeout=args.timeout, memory_mb=args.memory, verbose=args.verbose,
                               fresh_seed=fresh_seed, solution=solution, jobs=args.jobs, user=user, python=python,
-                              progress=progress, worker=worker if python in (None, sys.executable) else None)
+                              progress=progress, worker=worker)
         progress.finish()
         if fresh_seed is not None:
             console.print(f"Graded on fresh cases from seed {fresh_seed}.")

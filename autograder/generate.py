@@ -16,7 +16,6 @@ stored as the case's reference trace, which ``diagnosis`` matches a failing stud
 Not shipped in the student handout.
 """
 import argparse
-import contextlib
 import os
 import shutil
 import sys
@@ -28,20 +27,6 @@ from autograder import compare, course, data, diagnosis, sandbox, spec, zygote
 
 SEED = course.DEFAULT_SEED
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-@contextlib.contextmanager
-def zygotes(count=2):
-    """``count`` zygotes to fork the solution's children from (None each with MYTORCH_GRADER_ZYGOTE=0): a
-    child then costs a fork, not a Python start. Two, since a value traced twice must come from two processes
-    whose NumPy was seeded apart (``reference_trace``)."""
-    workers = [zygote.Zygote() if zygote.enabled() else None for _ in range(count)]
-    try:
-        yield workers
-    finally:
-        for worker in workers:
-            if worker is not None:
-                worker.close()
 
 
 def run_solution(root, part, configs, inputs, worker=None):
@@ -82,8 +67,8 @@ def assigned_variant(outputs):
 
 def reference_trace(config, inputs, workers=(None, None)):
     """(meta, values) of the solution's trace of one case (see ``tracing.Trace.pack``), traced twice, by a child
-    of each of two ``workers`` (zygotes, or None: a new Python each): a value that differs between the runs
-    (random initial parameters) is no reference."""
+    of each of two ``workers`` (zygotes, or None: a new Python each; two processes, so that their NumPy was
+    seeded apart): a value that differs between the runs (random initial parameters) is no reference."""
     runs = [diagnosis.trace_case(REPO, config, inputs, timeout=60, zygote=worker) for worker in workers]
     if None in runs:
         raise RuntimeError(f"part {config.get('part')}: the solution could not be traced")
@@ -98,7 +83,7 @@ def reference_trace(config, inputs, workers=(None, None)):
 
 def build_part(part, seed, with_hints=True, with_traces=True, workers=(None, None)):
     """(configs, inputs, expected, variants, hints, traces) for one part (traces None without ``with_traces``);
-    ``workers``: two zygotes (``zygotes``) or None."""
+    ``workers``: two zygotes (``zygote.running``; a child then costs a fork, not a Python start) or None."""
     from autograder import mistakes                               # instructor-only module
 
     cases = spec.make_cases(part, seed)
@@ -133,7 +118,7 @@ def build_part(part, seed, with_hints=True, with_traces=True, workers=(None, Non
 def generate(seed=None, parts=spec.PARTS):
     seed = course.load_course().seed if seed is None else seed
     os.makedirs(data.DATA_DIR, exist_ok=True)
-    with zygotes() as workers:
+    with zygote.running(2) as workers:        # two: see reference_trace
         for part in parts:
             *built, traces = build_part(part, seed, workers=workers)
             data.write_part(part.number, *built, traces=traces)
@@ -147,7 +132,7 @@ def check(seed=None, parts=spec.PARTS):
     manifest = data.read_manifest()
     seed = manifest["seed"] if seed is None else seed
     problems = []
-    with zygotes(1) as workers:
+    with zygote.running(1) as workers:
         for part in parts:
             problems += _check_part(part, seed, manifest, workers)
     return problems

@@ -87,14 +87,11 @@ def references(parts, fresh_seed=None, solution=None, timeout=20.0, memory_mb=10
         except data.ReferenceDataError as error:
             manifest = error                                 # every part reports it; grading still finishes
     # with a fresh seed, the solution's children fork from a zygote of the references' own (none of a submission)
-    worker = zygote.Zygote(python) if fresh_seed is not None and zygote.enabled() else None
-    try:
+    with zygote.running(1 if fresh_seed is not None else 0, python) as workers:
+        worker = workers[0] if workers else None
         with concurrent.futures.ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 1) as pool:
             return list(pool.map(lambda p: reference(p, fresh_seed, solution, timeout, memory_mb, manifest, python,
                                                      worker), parts))
-    finally:
-        if worker is not None:
-            worker.close()
 
 
 def grade(root, parts=None, timeout=20.0, memory_mb=1024, verbose=False, fresh_seed=None, solution=None,

@@ -38,6 +38,7 @@ repeated failures goes back to starting one Python per part; it says so on stder
 Grader side: ``Zygote(python)``, its ``fork(settings, fds)`` (a ``Child`` that quacks like the ``Popen`` the
 ``reaper`` expects) and ``close()``. ``enabled()`` is false when MYTORCH_GRADER_ZYGOTE=0.
 """
+import contextlib
 import ctypes
 import json
 import os
@@ -440,6 +441,19 @@ class _Generation:
             reaper.end(self.proc)
         if self.control is not None:
             self.control.close()
+
+
+@contextlib.contextmanager
+def running(count, python=None):
+    """``count`` zygotes of ``python`` to fork trusted children from (the solution's), each None when zygotes
+    are off (MYTORCH_GRADER_ZYGOTE=0); all ended on leaving."""
+    workers = [Zygote(python) if enabled() else None for _ in range(count)]
+    try:
+        yield workers
+    finally:
+        for worker in workers:
+            if worker is not None:
+                worker.close()
 
 
 def early(argv):

@@ -176,29 +176,28 @@ def _alarm(signum, frame):
 
 
 def compiled_solution(root):
-    """{path under ``root``: code} of every file of the solution's mytorch, as if it were copied to ``root``:
-    compiled once, so that a mutant's import compiles only its mutated file."""
+    """{path under ``root``: checked pyc} of every file of the solution's mytorch, as if it were copied to
+    ``root``: compiled once, so that a mutant's import (``worker.source_only``) compiles only its mutated file,
+    whose source no longer hashes the same."""
+    import importlib._bootstrap_external as bootstrap
+    import importlib.util
     found = {}
     for folder, _, files in os.walk(os.path.join(REPO, "mytorch")):
         for name in files:
             if name.endswith(".py"):
                 path = os.path.join(root, os.path.relpath(os.path.join(folder, name), REPO))
                 with open(os.path.join(folder, name), "rb") as f:
-                    found[path] = compile(f.read(), path, "exec", dont_inherit=True)
+                    source = f.read()
+                code = compile(source, path, "exec", dont_inherit=True)
+                found[path] = bytes(bootstrap._code_to_hash_pyc(code, importlib.util.source_hash(source), True))
     return found
 
 
-def _serve_compiled(codes):
-    """Imports of the files in ``codes`` take that code (call in the mutant's forked child only)."""
-    from importlib.machinery import SourceFileLoader
-    original = SourceFileLoader.get_code
-    SourceFileLoader.get_code = lambda self, fullname: codes.get(self.path) or original(self, fullname)
-
-
-def grade_mutant(mutant, part_data, part, work, codes=None):
-    """``(lost points, report)`` of one mutant: its part graded and, if it loses points, diagnosed. ``codes``:
-    ``compiled_solution(work/sub)``, served for every file but the mutated one."""
-    from autograder import diagnosis, driver, feedback, sandbox, tracing
+def grade_mutant(mutant, part_data, part, work, pycs=None):
+    """``(lost points, report)`` of one mutant: its part graded and, if it loses points, diagnosed. ``pycs``:
+    ``compiled_solution(work/sub)``, imported as a part's child imports a submission (``worker.source_only``;
+    call in the mutant's forked child only)."""
+    from autograder import diagnosis, driver, feedback, sandbox, tracing, worker
 
     root = os.path.join(work, "sub")
     shutil.rmtree(root, ignore_errors=True)
@@ -206,8 +205,8 @@ def grade_mutant(mutant, part_data, part, work, codes=None):
                     ignore=shutil.ignore_patterns("__pycache__"))
     with open(os.path.join(root, mutant.file), "w") as f:
         f.write(mutant.source)
-    if codes:
-        _serve_compiled({path: code for path, code in codes.items() if path != os.path.join(root, mutant.file)})
+    if pycs:
+        worker.source_only(root, pycs)
     _purge()
     sys.path.insert(0, root)
     signal.signal(signal.SIGALRM, _alarm)
@@ -285,14 +284,14 @@ def run_mutants(items):
 
     results, cache = [], {}
     with tempfile.TemporaryDirectory() as work:
-        codes = compiled_solution(os.path.join(work, "sub"))
+        pycs = compiled_solution(os.path.join(work, "sub"))
         for mutant in items:
             mutant = Mutant(*mutant)
             if mutant.part not in cache:
                 cache[mutant.part] = data.load_part(mutant.part)
                 cache[mutant.part].traces[0]              # read once here, not in every forked child
             lost, text = _forked(lambda: grade_mutant(mutant, cache[mutant.part],
-                                                      spec.PARTS_BY_NUMBER[mutant.part], work, codes), 15)
+                                                      spec.PARTS_BY_NUMBER[mutant.part], work, pycs), 15)
             results.append((mutant, lost, text))
     return results
 
