@@ -72,7 +72,7 @@ def _source(cell):
     return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
 
 
-def _run(path, library_root):
+def execute_notebook(path, library_root):
     """``path`` executed top to bottom in a fresh kernel that imports ``library_root``'s mytorch; a cell that
     raises fails the build."""
     import nbformat
@@ -91,6 +91,20 @@ def _run(path, library_root):
     return notebook
 
 
+def _cache(cache_dir, library_root):
+    """The jupyter-cache of notebooks executed with ``library_root``'s library (a folder per library digest)."""
+    from jupyter_cache import get_cache
+    return get_cache(os.path.join(cache_dir, _library_hash(library_root)))
+
+
+def cache_executed(path, notebook, library_root, cache_dir):
+    """Keep ``notebook`` (what ``execute_notebook(path, library_root)`` gave) where ``execute_notebooks`` looks
+    first, so that a build with the same ``cache_dir`` does not execute it again."""
+    from jupyter_cache.base import CacheBundleIn
+    _cache(cache_dir, library_root).cache_notebook_bundle(CacheBundleIn(notebook, path), check_validity=False,
+                                                          overwrite=True)
+
+
 def execute_notebooks(paths, library_root, cache_dir, workers=None):
     """{path: the notebook executed}, each in a fresh kernel importing ``library_root``'s mytorch.
 
@@ -100,10 +114,8 @@ def execute_notebooks(paths, library_root, cache_dir, workers=None):
     import concurrent.futures
 
     import nbformat
-    from jupyter_cache import get_cache
-    from jupyter_cache.base import CacheBundleIn
 
-    cache = get_cache(os.path.join(cache_dir, _library_hash(library_root)))
+    cache = _cache(cache_dir, library_root)
     done, missing = {}, []
     for path in paths:
         try:
@@ -112,8 +124,8 @@ def execute_notebooks(paths, library_root, cache_dir, workers=None):
             missing.append(path)
     workers = workers or min(2, os.cpu_count() or 1)
     with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
-        for path, notebook in zip(missing, pool.map(lambda p: _run(p, library_root), missing)):
-            cache.cache_notebook_bundle(CacheBundleIn(notebook, path), check_validity=False, overwrite=True)
+        for path, notebook in zip(missing, pool.map(lambda p: execute_notebook(p, library_root), missing)):
+            cache_executed(path, notebook, library_root, cache_dir)
             done[path] = notebook
     return done
 

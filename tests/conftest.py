@@ -1,5 +1,6 @@
 """Shared helpers: the cells under test, random data, and the optional PyTorch oracle."""
 import importlib.util
+import os
 
 import numpy as np
 import pytest
@@ -49,6 +50,16 @@ def built_handout(tmp_path_factory):
     return build.build_handout(str(tmp_path_factory.mktemp("handout") / "handout"))
 
 
+@pytest.fixture(scope="session")
+def notebook_cache(tmp_path_factory):
+    """Where this test process keeps the notebooks it executed (``handout.site.cache_executed``), so that the
+    course site built later in the same process shows them without executing them again; None without
+    jupyter-cache (the site extra). MYTORCH_SITE_CACHE names one to keep between sessions."""
+    if importlib.util.find_spec("jupyter_cache") is None:
+        return None
+    return os.environ.get("MYTORCH_SITE_CACHE") or str(tmp_path_factory.mktemp("execution-cache"))
+
+
 # fixtures worth building once: a campaign of attacks run at once, a built handout, the course site (and the
 # pages a browser read from it), a class graded in batch
 SHARED_FIXTURES = {"campaign", "built", "site", "crawl", "graded_class"}
@@ -57,7 +68,12 @@ SHARED_FIXTURES = {"campaign", "built", "site", "crawl", "graded_class"}
 @pytest.hookimpl(tryfirst=True)                   # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist (``--dist loadgroup``), the tests of a module that share one of SHARED_FIXTURES run in
-    one worker, so it is built once; every other test goes to whichever worker is free."""
+    one worker, so it is built once, and so do all that use ``notebook_cache`` (the notebooks executed, then
+    the site that shows them: collection order runs them in that order); every other test goes to whichever
+    worker is free."""
     for item in items:
-        if SHARED_FIXTURES & set(getattr(item, "fixturenames", ())):
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if "notebook_cache" in fixtures:
+            item.add_marker(pytest.mark.xdist_group("executed-notebooks"))
+        elif SHARED_FIXTURES & fixtures:
             item.add_marker(pytest.mark.xdist_group(item.module.__name__))

@@ -8,8 +8,8 @@ import pytest
 nbformat = pytest.importorskip("nbformat", reason="the test extras (pip install -e '.[test]') run the notebooks")
 nbclient = pytest.importorskip("nbclient")
 
-NOTEBOOKS = sorted(glob.glob(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                          "notebooks", "*.ipynb")))
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+NOTEBOOKS = sorted(glob.glob(os.path.join(REPO, "notebooks", "*.ipynb")))
 EXPECTED = ["01_rnn_cell", "02_gru_cell", "03_gru_block_cell", "04_gmu_cell", "05_tgru_cell", "06_bptt_vanishing",
             "07_training", "08_lstm_cell", "09_ctc"]
 
@@ -35,11 +35,13 @@ def test_stored_without_outputs_and_complete(path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=os.path.basename)
-def test_executes_in_a_fresh_kernel(path):
-    nb = nbformat.read(path, as_version=4)
-    client = nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
-                                     resources={"metadata": {"path": os.path.dirname(path)}})
-    client.execute()                                         # raises CellExecutionError on any failing cell
+def test_executes_in_a_fresh_kernel(path, notebook_cache):
+    """Executed as the course site executes it (so the site built later in this process reuses it, never the
+    other way round: this test always executes)."""
+    from handout import site
+    nb = site.execute_notebook(path, REPO)                   # a BuildError names the failing cell
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
     assert any(o.output_type == "display_data" and "image/png" in o.data for o in outputs), "no figure was drawn"
     assert not any(o.output_type == "error" for o in outputs)
+    if notebook_cache is not None:
+        site.cache_executed(path, nb, REPO, notebook_cache)

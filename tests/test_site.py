@@ -58,12 +58,13 @@ def test_ci_runs_the_browser_tests():
 
 
 @pytest.fixture(scope="session")
-def execution_cache(tmp_path_factory):
-    """Where the session's site builds keep their executed notebooks (MYTORCH_SITE_CACHE to reuse one)."""
+def execution_cache(notebook_cache):
+    """Where the session's site builds keep their executed notebooks: those test_notebooks.py executed in this
+    process are there already (see ``notebook_cache``)."""
     reason = missing()
     if reason:
         (pytest.fail if ON_CI else pytest.skip)(reason)
-    return os.environ.get("MYTORCH_SITE_CACHE") or str(tmp_path_factory.mktemp("execution-cache"))
+    return notebook_cache
 
 
 @pytest.fixture(scope="session")
