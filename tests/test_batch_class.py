@@ -18,6 +18,7 @@ COURSE = '[assignment]\ntitle = "RNN and GRU"\nsections = ["1", "2"]\n'
 TOTAL = sum(p.points for p in spec.PARTS if p.number[0] in "12")                          # 23
 RNN_FORWARD_USERS = sum(spec.PARTS_BY_NUMBER[n].points for n in ("1.1", "1.2"))          # the loop costs these
 Z_SWAPPED = next(m for m in mistakes.HINTED if m.id == "gru-z-swapped")
+TIMEOUT = "3"              # seconds a part may take: judy's two RNN parts wait it out in each run
 
 
 def _pack(kind, source, path, prefix=""):
@@ -74,10 +75,10 @@ def graded_class(tmp_path_factory):
     (subs / "hank" / "mytorch").write_text("oops")
     make_submission(subs / "ivan", [("nn/rnn_cell.py", "class RNNCell", "class RNNCell(:\nclass _Unused")])
     make_submission(subs / "judy", [("nn/rnn_cell.py", "        # BEGIN SOLUTION\n        a = x @",
-                                     "        while True:\n            pass\n        a = x @")])
+                                     "        import time\n        while True:\n            time.sleep(1)\n        a = x @")])
     _pack("zip", solution, subs / "kim.zip")
     (subs / "README.txt").write_text("not a submission")
-    proc = run_cli(["batch", str(subs), "--jobs", "2", "--timeout", "6", "--csv", str(root / "copy.csv")],
+    proc = run_cli(["batch", str(subs), "--jobs", "2", "--timeout", TIMEOUT, "--csv", str(root / "copy.csv")],
                    cwd=grader, timeout=600)
     return root, subs / "grading", proc, grader
 
@@ -159,15 +160,15 @@ def test_a_second_run_resumes_and_regrade_grades_again(graded_class):
     subs = report.parent
     os.unlink(report / "feedback" / "alice.json")                          # as if stopped before alice
     before = _rows(report / "scores.csv")
-    proc = run_cli(["batch", str(subs), "--jobs", "2", "--timeout", "6"], cwd=grader, timeout=600)
+    proc = run_cli(["batch", str(subs), "--jobs", "2", "--timeout", TIMEOUT], cwd=grader, timeout=600)
     assert proc.returncode == 0, proc.stderr
     assert f"Resuming: {len(EXPECTED) - 1} already graded" in proc.stdout and "1 to grade" in proc.stdout
     assert _rows(report / "scores.csv") == before
     assert f"{len(EXPECTED)} submissions found, {len(EXPECTED)} rows written" in proc.stdout
-    proc = run_cli(["batch", str(subs), "--jobs", "2", "--timeout", "6", "--regrade", "1.1"], cwd=grader)
+    proc = run_cli(["batch", str(subs), "--jobs", "2", "--timeout", TIMEOUT, "--regrade", "1.1"], cwd=grader)
     assert proc.returncode == 2                                        # batch takes no part list
     (subs / "alice" / "mytorch" / "__init__.py").unlink()             # graded again: now it has no package
-    proc = run_cli(["batch", str(subs), "--jobs", "2", "--timeout", "6", "--regrade"], cwd=grader, timeout=600)
+    proc = run_cli(["batch", str(subs), "--jobs", "2", "--timeout", TIMEOUT, "--regrade"], cwd=grader, timeout=600)
     assert proc.returncode == 0 and "Resuming" not in proc.stdout
     alice = next(r for r in _rows(report / "scores.csv") if r[0] == "alice")
     assert alice[6] == "0" and alice[7] == "ungradable" and "no __init__.py" in alice[8]
