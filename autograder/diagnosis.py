@@ -30,6 +30,7 @@ parameters, replaced once it is built) are dropped from it (``stable``).
 Everything the child sent is untrusted: ``parse`` checks the trace whole, and any problem means no diagnosis.
 Nothing here raises into the grader: ``explain`` returns [] when it cannot say anything.
 """
+import bisect
 import dataclasses
 import difflib
 import re
@@ -174,14 +175,21 @@ class _Index:
                                np.stack([v for _, _, v in rows]))
                        for shape, rows in groups.items()}
 
-    def find(self, value):
-        """[(student index, how)] of the values equal to ``value``."""
+    def find(self, value, after=-1, only=None):
+        """[(student index, how)] of the values equal to ``value`` among those assigned after the student's
+        index ``after`` (``only``: among the views of that student index alone)."""
         group = self.groups.get(value.shape)
         if group is None:
             return []
-        indices, hows, matrix = group
-        hits = np.flatnonzero(_close_rows(matrix, value.ravel()))
-        return [(indices[h], hows[h]) for h in hits]
+        indices, hows, matrix = group                  # rows in the student's order: a slice is a range of it
+        if only is None:
+            low, high = bisect.bisect_right(indices, after), len(indices)
+        else:
+            low, high = bisect.bisect_left(indices, only), bisect.bisect_right(indices, only)
+        if low >= high:
+            return []
+        hits = np.flatnonzero(_close_rows(matrix[low:high], value.ravel()))
+        return [(indices[low + h], hows[low + h]) for h in hits]
 
 
 @dataclasses.dataclass
@@ -192,34 +200,29 @@ class Finding:
     after: int = -1              # the student's values of what it reads end here
 
 
-def _last(at, i):
-    """The student's index of the latest reference quantity before i that was found, or -1."""
-    return next((at[p] for p in range(i - 1, -1, -1) if p in at), -1)
-
-
 def first_wrong(reference, student):
     """A ``Finding`` for the first wrong quantity, or None if every reference quantity is right."""
     index = _Index(student)
-    names = {}
+    names = {}                                         # base name -> the student's indices assigning it, in order
     for j, s in enumerate(student):
-        names.setdefault(_base(s.name), set()).add(j)
+        names.setdefault(_base(s.name), []).append(j)
     found, at, bounds = {}, {}, {}
+    latest, latest_in_frame = -1, {}                   # the student's index of the last quantity found (in q's call)
     for i, q in enumerate(reference):
-        hits = index.find(q.value)
-        # only values assigned after the student's values of what q reads (not an earlier step's) …
-        # after the student's values of what q reads, and of what its own call computed before it (a call's
-        # statements run in order); a first value of a call: after what was computed just before it
-        before = next((at[p] for p in range(i - 1, -1, -1) if p in at and reference[p].frame == q.frame), None)
+        # only values assigned after the student's values of what q reads (not an earlier step's), and of what
+        # its own call computed before it (a call's statements run in order); a first value of a call: after
+        # what was computed just before it
+        before = latest_in_frame.get(q.frame)
         after = max([at[p] for p in q.reads if p in at] + ([before] if before is not None else []), default=None)
         if after is None:
-            after = _last(at, i)
-        hits = [(j, how) for j, how in hits if j > after]
+            after = latest
         # … and for a name the student uses too, only its next assignment (d_prev must not stand in for d_state,
         # nor next step's value for this one)
-        named = sorted(j for j in names.get(_base(q.name), ()) if j > after)
-        found[i] = [(j, how) for j, how in hits if j == named[0]] if named else hits
+        named = names.get(_base(q.name), [])
+        k = bisect.bisect_right(named, after)
+        found[i] = index.find(q.value, only=named[k]) if k < len(named) else index.find(q.value, after)
         if found[i]:
-            at[i] = min(j for j, _ in found[i])
+            at[i] = latest = latest_in_frame[q.frame] = min(j for j, _ in found[i])
         bounds[i] = after
     children = [[] for _ in reference]
     for i, q in enumerate(reference):
