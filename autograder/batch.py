@@ -30,7 +30,7 @@ import tempfile
 import threading
 import time
 
-from autograder import class_report, cli, grade, identities, isolation, reaper, report, submissions, tree, untrusted
+from autograder import class_report, cli, grade, identities, isolation, reaper, report, submissions, tree, untrusted, zygote
 
 STATE = ".batch.json"            # in REPORT: the seed a --fresh-seed batch drew, for a resumed run
 
@@ -229,15 +229,16 @@ def main(argv):
               f"again); {len(todo)} to grade")
     progress = Progress(len(todo))
     lock = threading.Lock()
-    staging = None
+    staging = template = None
     try:
         reaper.become_subreaper()
+        template = zygote.Template(python) if todo and zygote.enabled() else None   # each submission's zygote
         loaded = grade.references(parts, fresh_seed, solution, args.timeout, args.memory, jobs, python) if todo else None
         staging = tempfile.mkdtemp(prefix="mytorch-batch-")
         os.chmod(staging, 0o711)                          # others may pass through, to their own copy alone
         prepared = prepare(folder, todo, staging)         # every copy is made before any student code runs
         options = dict(timeout=args.timeout, memory_mb=args.memory, jobs=max(1, jobs // at_once), python=python,
-                       loaded=loaded)
+                       loaded=loaded, template=template)
 
         def one(name):
             start = time.monotonic()
@@ -251,6 +252,8 @@ def main(argv):
         with concurrent.futures.ThreadPoolExecutor(max_workers=at_once) as pool:
             list(pool.map(one, todo))
     finally:
+        if template is not None:
+            template.close()
         reaper.end_orphans()
         if users is not None:
             users.close()

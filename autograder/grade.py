@@ -95,7 +95,7 @@ def references(parts, fresh_seed=None, solution=None, timeout=20.0, memory_mb=10
 
 
 def grade(root, parts=None, timeout=20.0, memory_mb=1024, verbose=False, fresh_seed=None, solution=None,
-          jobs=None, user=None, python=None, loaded=None, progress=None, worker=None):
+          jobs=None, user=None, python=None, loaded=None, progress=None, worker=None, template=None):
     """Grade the ``mytorch`` in ``root`` on ``parts`` (default: the course's). Returns a list of ``PartResult``.
 
     Every reference is loaded and verified (or computed by the solution) before any student code runs, so
@@ -104,12 +104,14 @@ def grade(root, parts=None, timeout=20.0, memory_mb=1024, verbose=False, fresh_s
     ``user``: a pwd entry to run student code as; ``python``: the child's interpreter; ``progress``: called
     with each ``PartResult`` as soon as its part is graded (from a worker thread). The parts' children are
     forked from one zygote of this submission's own (``zygote``), never shared with another submission:
-    ``worker``, one started earlier for this grade (of ``python``), which this call then ends; else a new one.
+    ``worker``, one started earlier for this grade (of ``python``), which this call then ends; else a new one,
+    forked from ``template`` (a ``zygote.Template`` of ``python``: batch keeps one for all its submissions) if
+    one is given.
     """
     parts = list(parts or course.load_course().parts())
     jobs = jobs or os.cpu_count() or 1
     if worker is None and zygote.enabled():
-        worker = zygote.Zygote(python)                               # imports NumPy while the references load
+        worker = zygote.Zygote(python, template=template)           # imports NumPy while the references load
     try:
         with concurrent.futures.ThreadPoolExecutor(max_workers=1) as aside:    # compiled (never run) meanwhile
             compiling = aside.submit(sandbox.compiled, root, timeout, memory_mb, user, worker)

@@ -295,6 +295,27 @@ def test_a_child_cannot_reach_its_zygote(sandbox_user, tmp_path, namespace):
     shutil.rmtree(root, ignore_errors=True)
 
 
+def test_a_child_in_batch_cannot_reach_its_zygote_or_the_template(sandbox_user):
+    """In batch, the part's child finds two zygote processes of root (the batch's template and its own zygote,
+    a fork of it) and can trace, read or signal neither; every part is graded, no worker replaced."""
+    make_user, python, home = sandbox_user
+    user = make_user()
+    root = _world_readable_dir(os.path.join(home, "reach-batch-"))
+    subs = os.path.join(root, "subs")
+    make_submission(os.path.join(subs, "alice"), kit.attack_edits(REACH_ZYGOTE, root, "", ""))
+    proc = _batch(subs, user.pw_name, python, _world_readable_dir(os.path.join(root, "tmp-")))
+    assert proc.returncode == 0, proc.stderr
+    assert "grading worker" not in proc.stderr
+    with open(os.path.join(subs, "grading", "feedback", "alice.json")) as f:
+        tests = check_gradescope(json.load(f))
+    assert tests["1.1"]["score"] == spec.PARTS_BY_NUMBER["1.1"].points
+    said = tests["2.1"]["output"]
+    assert said.count("ptrace:") >= 2 and "sockets: 0" in said, said      # and any other grader's on the machine
+    assert "ATTACHED" not in said and "READ" not in said and "SENT" not in said, said
+    assert not kit.processes_mentioning("/nonexistent", uid=user.pw_uid)
+    shutil.rmtree(root, ignore_errors=True)
+
+
 # every work folder it can find and its own, /tmp, and IPC: what two submissions run as one user could do
 NEIGHBOUR = (
     "import ctypes, glob\nlibc = ctypes.CDLL(None)\nlibc.shmget(0, 1 << 20, 0o1600)\nlibc.semget(0, 2, 0o1600)\n"

@@ -1,5 +1,6 @@
 """The per-submission zygote: every child starts from its pristine state, a zygote killed or stuck is replaced and
-the grade completes, batch never shares one between submissions, and it holds nothing a student may not see.
+the grade completes, batch never shares one between submissions (each is forked from the batch's template, which
+forks nothing else), and it holds nothing a student may not see.
 (That a child cannot trace, read or signal it under --run-as is in tests/test_run_as.py.)"""
 import csv
 import os
@@ -143,6 +144,75 @@ def test_batch_gives_every_submission_its_own_zygote(tmp_path, monkeypatch):
         totals = [float(row["total"]) for row in csv.DictReader(f)]
     full = spec.PARTS_BY_NUMBER["1.1"].points + spec.PARTS_BY_NUMBER["2.1"].points
     assert totals == [full] * 3
+
+
+def _parent(pid):
+    with open(f"/proc/{pid}/stat", "rb") as f:
+        return int(f.read().rpartition(b")")[2].split()[1])
+
+
+def test_batch_forks_every_submissions_zygote_from_one_template(tmp_path, monkeypatch):
+    """One template per batch; each submission's zygote is a fork of it (its own process, its own session),
+    and the template itself forks no part."""
+    made = []
+    start = zygote._Generation.__init__
+
+    def recording(self, python, template=None, role="zygote"):
+        start(self, python, template, role)
+        while self.alive and not self.ready:               # it has made its session by the time it says so
+            self.wait(0.05)
+        made.append((role, self.proc.pid, _parent(self.proc.pid), os.getsid(self.proc.pid)))
+    monkeypatch.setattr(zygote._Generation, "__init__", recording)
+    monkeypatch.setattr(spec, "PARTS", [spec.PARTS_BY_NUMBER["1.1"], spec.PARTS_BY_NUMBER["2.1"]])
+    for name in ("alice", "bob", "carol"):
+        make_submission(tmp_path / "subs" / name)
+    assert batch.main([str(tmp_path / "subs"), "--jobs", "2"]) == 0
+    templates = [pid for role, pid, _, _ in made if role == "template"]
+    assert len(templates) == 1
+    forked = [(pid, parent, session) for role, pid, parent, session in made if role == "zygote"]
+    assert len(forked) == 3 and len({pid for pid, _, _ in forked}) == 3
+    assert all(parent == templates[0] and session == pid for pid, parent, session in forked)
+    with open(tmp_path / "subs" / "grading" / "scores.csv", newline="") as f:
+        assert [float(row["total"]) for row in csv.DictReader(f)] == [
+            spec.PARTS_BY_NUMBER["1.1"].points + spec.PARTS_BY_NUMBER["2.1"].points] * 3
+    assert not zygotes()                                   # the template and every zygote ended with the batch
+
+
+def test_a_template_forks_only_zygotes_and_a_zygote_only_parts(monkeypatch):
+    """Each answers only its own request: a part asked of the template, or a zygote asked of a zygote, is never
+    made (the grader gives up on that process and starts the next zygote or part as without it)."""
+    monkeypatch.setattr(zygote, "ANSWER_SECONDS", 1.0)
+    reaper.become_subreaper()
+    template = zygote.Template()
+    worker = zygote.Zygote(template=template)
+    try:
+        read, write = os.pipe()
+        assert worker.current.fork({}, [read, write], op="zygote") is None
+        assert template.generation.fork({"op": "fork"}, [read, write, write]) is None
+        os.close(read)
+        os.close(write)
+        assert not template.generation.alive and not worker.current.alive
+    finally:
+        worker.close()
+        template.close()
+    assert not zygotes()
+
+
+def test_without_a_working_template_each_zygote_starts_its_own_python(tmp_path):
+    """A template that died: the submission's zygote is started as a Python of its own, and the grade is whole."""
+    reaper.become_subreaper()
+    template = zygote.Template()
+    os.kill(template.generation.proc.pid, signal.SIGKILL)
+    while template.generation.alive:
+        template.generation.wait(0.1)
+    parts = [spec.PARTS_BY_NUMBER["1.1"], spec.PARTS_BY_NUMBER["2.1"]]
+    seen = []
+    worker = zygote.Zygote(template=template, note=seen.append)
+    assert _parent(worker.current.proc.pid) == os.getpid()          # started here, not forked by the template
+    results = grade.grade(make_submission(tmp_path / "sub"), parts, worker=worker)
+    template.close()
+    assert [r.score for r in results] == [p.points for p in parts] and not seen
+    assert not zygotes()
 
 
 def test_without_a_zygote_each_part_starts_its_own_python(tmp_path, monkeypatch):
