@@ -36,8 +36,18 @@ class Verdict:
     hints: tuple = ()
 
 
-def close(a, b):
-    return a.shape == b.shape and bool(np.allclose(a, b, rtol=RTOL, atol=ATOL))
+def close(a, b, equal_nan=False):
+    """``np.allclose(a, b, RTOL, ATOL, equal_nan)`` for arrays of one shape (False for two shapes), without its
+    overhead in the common case: floats whose every difference is finite (so both are finite everywhere), where
+    it is |a - b| <= ATOL + RTOL |b|, computed as NumPy computes it."""
+    if a.shape != b.shape:
+        return False
+    if a.dtype.kind == "f" and b.dtype.kind == "f":
+        with np.errstate(all="ignore"):
+            gap = np.abs(a - b)
+            if np.isfinite(gap).all():
+                return bool((gap <= np.float64(ATOL) + np.float64(RTOL) * np.abs(b)).all())
+    return bool(np.allclose(a, b, rtol=RTOL, atol=ATOL, equal_nan=equal_nan))
 
 
 def _gate_permutations(expected):
