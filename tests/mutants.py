@@ -237,7 +237,7 @@ def grade_mutant(mutant, part_data, part, work, pycs=None):
     return part.points - score, text
 
 
-CPU_SECONDS = 5                  # a mutant takes ~0.15 s; one that runs away is ended (and not counted)
+CPU_SECONDS = 2                  # a mutant takes ~0.1 s of CPU; one that runs away is ended (and not counted)
 
 
 def _forked(function, seconds):

@@ -118,18 +118,19 @@ def crawl(site):
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=find_chromium(), headless=True, args=BROWSER_FLAGS)
         try:
-            context = browser.new_context(viewport=DESKTOP)
+            # one tab goes from page to page, as a reader does (a new tab per page costs a new renderer): what
+            # the tab reports is the current page's, each page read once MathJax is done with it
+            page = browser.new_context(viewport=DESKTOP).new_page()
+            record = {}
+            page.on("console", lambda m: m.type == "error" and record["console"].append(m.text))
+            page.on("pageerror", lambda e: record["console"].append(str(e)))
+            page.on("requestfailed", lambda q: record["console"].append(f"failed: {q.url}"))
+            page.on("request", lambda q: record["requests"].append(q.url))
             for rel in _pages(site_dir):
-                page = context.new_page()
-                record = {"console": [], "requests": []}
-                page.on("console", lambda m, r=record: m.type == "error" and r["console"].append(m.text))
-                page.on("pageerror", lambda e, r=record: r["console"].append(str(e)))
-                page.on("requestfailed", lambda q, r=record: r["console"].append(f"failed: {q.url}"))
-                page.on("request", lambda q, r=record: r["requests"].append(q.url))
+                record = seen[rel] = {"console": [], "requests": []}
                 page.goto(_url(site_dir, rel), wait_until="load")
                 record.update(page.evaluate(READ_PAGE))
-                seen[rel] = record
-                page.close()
+            page.close()
             for width, viewport in (("phone", PHONE), ("desktop", DESKTOP)):
                 context = browser.new_context(viewport=viewport, is_mobile=width == "phone",
                                               has_touch=width == "phone", device_scale_factor=1)
