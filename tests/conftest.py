@@ -70,10 +70,18 @@ def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist (``--dist loadgroup``), the tests of a module that share one of SHARED_FIXTURES run in
     one worker, so it is built once, and so do all that use ``notebook_cache`` (the notebooks executed, then
     the site that shows them: collection order runs them in that order); every other test goes to whichever
-    worker is free."""
+    worker is free. The longest units of work are handed out first (the notebooks and the site, the mutation
+    test, then the other groups), so that the many short tests fill in around them instead of one long unit
+    running alone at the end."""
+    rank = {}                                                     # nodeid -> 0, 1, 2: before every other test
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
         if "notebook_cache" in fixtures:
             item.add_marker(pytest.mark.xdist_group("executed-notebooks"))
+            rank[item.nodeid] = 0
+        elif item.get_closest_marker("mutants") is not None:
+            rank[item.nodeid] = 1
         elif SHARED_FIXTURES & fixtures:
             item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+            rank[item.nodeid] = 2
+    items.sort(key=lambda item: rank.get(item.nodeid, 3))        # stable: each group keeps its order

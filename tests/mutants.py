@@ -193,16 +193,20 @@ def compiled_solution(root):
     return found
 
 
-def grade_mutant(mutant, part_data, part, work, pycs=None):
-    """``(lost points, report)`` of one mutant: its part graded and, if it loses points, diagnosed. ``pycs``:
-    ``compiled_solution(work/sub)``, imported as a part's child imports a submission (``worker.source_only``;
+def solution_copy(root):
+    """The solution's mytorch copied to ``root`` (``root``/mytorch), for ``grade_mutant``."""
+    shutil.copytree(os.path.join(REPO, "mytorch"), os.path.join(root, "mytorch"),
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    return root
+
+
+def grade_mutant(mutant, part_data, part, root, pycs=None):
+    """``(lost points, report)`` of one mutant: its part graded and, if it loses points, diagnosed. ``root``: a
+    ``solution_copy``, whose mutated file this writes (``restore`` puts it back). ``pycs``:
+    ``compiled_solution(root)``, imported as a part's child imports a submission (``worker.source_only``;
     call in the mutant's forked child only)."""
     from autograder import diagnosis, driver, feedback, sandbox, tracing, worker
 
-    root = os.path.join(work, "sub")
-    shutil.rmtree(root, ignore_errors=True)
-    shutil.copytree(os.path.join(REPO, "mytorch"), os.path.join(root, "mytorch"),
-                    ignore=shutil.ignore_patterns("__pycache__"))
     with open(os.path.join(root, mutant.file), "w") as f:
         f.write(mutant.source)
     if pycs:
@@ -235,6 +239,11 @@ def grade_mutant(mutant, part_data, part, work, pycs=None):
         sys.path.remove(root)
         _purge()
     return part.points - score, text
+
+
+def restore(mutant, root):
+    """Put the solution's file back where ``grade_mutant`` wrote ``mutant``."""
+    shutil.copyfile(os.path.join(REPO, mutant.file), os.path.join(root, mutant.file))
 
 
 CPU_SECONDS = 2                  # a mutant takes ~0.1 s of CPU; one that runs away is ended (and not counted)
@@ -280,18 +289,23 @@ def _forked(function, seconds):
 
 def run_mutants(items):
     """Grade ``items`` (Mutant tuples), each in a forked child: [(mutant, lost points, report)]."""
+    import importlib
     from autograder import data, spec
+    for name in ("diagnosis", "driver", "feedback", "sandbox", "tracing", "worker"):  # once, not in every child
+        importlib.import_module(f"autograder.{name}")
 
     results, cache = [], {}
     with tempfile.TemporaryDirectory() as work:
-        pycs = compiled_solution(os.path.join(work, "sub"))
+        root = solution_copy(os.path.join(work, "sub"))   # copied once: each mutant changes one file of it
+        pycs = compiled_solution(root)
         for mutant in items:
             mutant = Mutant(*mutant)
             if mutant.part not in cache:
                 cache[mutant.part] = data.load_part(mutant.part)
                 cache[mutant.part].traces[0]              # read once here, not in every forked child
             lost, text = _forked(lambda: grade_mutant(mutant, cache[mutant.part],
-                                                      spec.PARTS_BY_NUMBER[mutant.part], work, pycs), 15)
+                                                      spec.PARTS_BY_NUMBER[mutant.part], root, pycs), 15)
+            restore(mutant, root)
             results.append((mutant, lost, text))
     return results
 
