@@ -126,16 +126,16 @@ def generate(seed=None, parts=spec.PARTS):
     data.write_manifest(seed, [p.number for p in spec.PARTS])
 
 
-def check(seed=None, parts=spec.PARTS):
+def check(seed=None, parts=spec.PARTS, workers=None):
     """Recompute ``parts`` (the inputs, outputs and hinted arrays; not the traces) and compare with the stored
-    data; return the list of differences."""
+    data; return the list of differences. ``workers``: the solution's zygotes to compute with (as
+    ``zygote.running`` gives them; default: one started for this check)."""
     manifest = data.read_manifest()
     seed = manifest["seed"] if seed is None else seed
-    problems = []
-    with zygote.running(1) as workers:
-        for part in parts:
-            problems += _check_part(part, seed, manifest, workers)
-    return problems
+    if workers is None:
+        with zygote.running(1) as workers:
+            return check(seed, parts, workers)
+    return [problem for part in parts for problem in _check_part(part, seed, manifest, workers)]
 
 
 def _check_part(part, seed, manifest, workers):
