@@ -2,6 +2,7 @@
 the attacks of tests/securitykit.py plus a batch whose one submission attacks the others and the grader.
 Skipped, with the reason, when not root or when the Python cannot be built."""
 import json
+import contextlib
 import csv
 import os
 import pwd
@@ -317,6 +318,42 @@ def test_a_child_in_batch_cannot_reach_its_zygote_or_the_template(sandbox_user):
     assert "ATTACHED" not in said and "READ" not in said and "SENT" not in said, said
     assert not kit.processes_mentioning("/nonexistent", uid=user.pw_uid)
     shutil.rmtree(root, ignore_errors=True)
+
+
+def test_clear_user_removes_what_it_left_in_every_folder_any_user_may_write(sandbox_user):
+    """In every shared folder of the machine (/tmp, /var/tmp, /dev/shm, /run/lock, any other folder below /,
+    /var, /run or /dev that any user may write) and in root's shared folders inside them (like /tmp/.X11-unix),
+    what the sandbox user owns is gone after ``clear_user``, and what others own is kept."""
+    from autograder import sandbox
+    make_user, _, _ = sandbox_user
+    user = make_user()
+    tops = sandbox.shared_folders()
+    for known in ("/tmp", "/var/tmp", "/dev/shm", "/run/lock"):
+        if os.path.isdir(known) and os.stat(known).st_mode & 0o002:
+            assert os.path.realpath(known) in tops, (known, tops)
+    planted, kept, nested = [], [], []
+    for top in tops:
+        inner = tempfile.mkdtemp(dir=top, prefix="mytorch-shared-")     # root's, and anyone's to write in
+        os.chmod(inner, 0o1777)
+        nested.append(inner)
+        for folder in (top, inner):
+            mine = os.path.join(folder, f"left-{user.pw_name}")
+            os.makedirs(os.path.join(mine, "deeper"))
+            os.chown(mine, user.pw_uid, user.pw_gid)
+            planted.append(mine)
+            theirs = os.path.join(folder, f"kept-{user.pw_name}")
+            open(theirs, "w").close()
+            kept.append(theirs)
+    try:
+        sandbox.clear_user(user)
+        assert not [p for p in planted if os.path.lexists(p)]
+        assert all(os.path.exists(p) for p in kept)
+    finally:
+        for path in kept + planted:
+            with contextlib.suppress(OSError):
+                os.remove(path) if os.path.isfile(path) else shutil.rmtree(path)
+        for inner in nested:
+            shutil.rmtree(inner, ignore_errors=True)
 
 
 # every work folder it can find and its own, /tmp, and IPC: what two submissions run as one user could do
