@@ -30,7 +30,8 @@ import tempfile
 import threading
 import time
 
-from autograder import class_report, cli, grade, identities, isolation, reaper, report, submissions, tree, untrusted, zygote
+from autograder import (class_report, cli, grade, identities, isolation, reaper, report, submissions, tree, untrusted,
+                        zygote)
 
 STATE = ".batch.json"            # in REPORT: the seed a --fresh-seed batch drew, for a resumed run
 
@@ -232,7 +233,7 @@ def main(argv):
     staging = template = None
     try:
         reaper.become_subreaper()
-        template = zygote.Template(python) if todo and zygote.enabled() else None   # each submission's zygote
+        template = zygote.Template(python) if todo and zygote.enabled() else None   # forks each one's zygote
         loaded = grade.references(parts, fresh_seed, solution, args.timeout, args.memory, jobs, python) if todo else None
         staging = tempfile.mkdtemp(prefix="mytorch-batch-")
         os.chmod(staging, 0o711)                          # others may pass through, to their own copy alone

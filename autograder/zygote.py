@@ -119,10 +119,11 @@ def serve(control, template=False):
         command = json.loads(message)
         if command["op"] == ("zygote" if template else "fork"):
             pid = os.fork()
-            if pid == 0:
+            if pid == 0:                                  # neither returns
                 if template:
                     _zygote_child(fds[0] if fds else -1)
-                _child(command, fds)
+                else:
+                    _child(command, fds)
             for fd in fds:
                 os.close(fd)
             running.add(pid)
@@ -558,7 +559,6 @@ class Zygote:
             generation, self.current = self.current, None
         if generation is not None:
             generation.end()
-
 
 
 class Template:
