@@ -17,9 +17,10 @@ see ``identities``): every reference is read once before any student code runs; 
 code runs on that copy; submissions graded at the same time run as different users, and a user's processes,
 IPC objects and temporary files are gone before it grades the next one. No sandbox user can write the
 copies, the grader's code and reference data, the solution or the Python that runs student code (checked
-before starting), nor the report, which the grader writes. One submission that breaks anything (a copy
-refused, a tree too deep, a fault of the grader) scores 0 with the reason; the others are graded. Without
-``--run-as`` it says plainly that there is no isolation.
+before starting), nor the report, which the grader writes. A part that ran out of time starved of CPU (by
+another submission's busy processes, say) is graded again while no other submission runs (``fairness``).
+One submission that breaks anything (a copy refused, a tree too deep, a fault of the grader) scores 0 with
+the reason; the others are graded. Without ``--run-as`` it says plainly that there is no isolation.
 """
 import argparse
 import concurrent.futures
@@ -30,8 +31,8 @@ import tempfile
 import threading
 import time
 
-from autograder import (class_report, cli, grade, identities, isolation, reaper, report, submissions, tree, untrusted,
-                        zygote)
+from autograder import (class_report, cli, fairness, grade, identities, isolation, reaper, report, submissions, tree,
+                        untrusted, zygote)
 
 STATE = ".batch.json"            # in REPORT: the seed a --fresh-seed batch drew, for a resumed run
 
@@ -239,12 +240,16 @@ def main(argv):
         os.chmod(staging, 0o711)                          # others may pass through, to their own copy alone
         prepared = prepare(folder, todo, staging)         # every copy is made before any student code runs
         options = dict(timeout=args.timeout, memory_mb=args.memory, jobs=max(1, jobs // at_once), python=python,
-                       loaded=loaded, template=template)
+                       loaded=loaded, template=template, gate=fairness.Gate())
 
         def one(name):
             start = time.monotonic()
             located, copy = prepared[name]
             results, reason = grade_one(located, copy, parts, users, **options)
+            for result in results:
+                if result.alone:
+                    print(f"note: {untrusted.text(name, 60)}: part {result.part.number} ran out of time starved of "
+                          "CPU by other processes; graded again alone", file=sys.stderr, flush=True)
             with lock:
                 payloads[name] = record(feedback, the_course, located, results, reason, time.monotonic() - start,
                                         key, fresh_seed)

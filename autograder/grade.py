@@ -8,7 +8,7 @@ import concurrent.futures
 import dataclasses
 import os
 
-from autograder import course, data, diagnosis, feedback, sandbox, spec, untrusted, zygote
+from autograder import course, data, diagnosis, fairness, feedback, sandbox, spec, untrusted, zygote
 
 PART_OUTPUT_LIMIT = 16000        # characters of one part's message: the results file stays well under 1 MB
 
@@ -20,6 +20,8 @@ class PartResult:
     status: str                  # passed | failed | not implemented | error
     output: str
     seconds: float = 0.0
+    starved: bool = False        # timed out while waiting for a CPU more than running (``fairness``)
+    alone: bool = False          # so graded again, alone: this is that grade
 
     @property
     def passed(self):
@@ -70,6 +72,7 @@ def grade_part(part, part_data, root, timeout, memory_mb, verbose, user, python=
             return diagnosis.diagnose_case(part_data, k, root, wrong, timeout, memory_mb, user, python,
                                            zygote=worker, bytecode=bytecode)
         result = judge(part, part_data, outcome, verbose, diagnose)
+        result.starved = outcome.starved
     except Exception as error:          # a fault of the grader itself: this part scores 0, the others go on
         result = PartResult(part, 0.0, "error", f"The grader failed on this part ({type(error).__name__}: {error}); "
                                                 "please report it to the course staff.")
@@ -95,7 +98,7 @@ def references(parts, fresh_seed=None, solution=None, timeout=20.0, memory_mb=10
 
 
 def grade(root, parts=None, timeout=20.0, memory_mb=1024, verbose=False, fresh_seed=None, solution=None,
-          jobs=None, user=None, python=None, loaded=None, progress=None, worker=None, template=None):
+          jobs=None, user=None, python=None, loaded=None, progress=None, worker=None, template=None, gate=None):
     """Grade the ``mytorch`` in ``root`` on ``parts`` (default: the course's). Returns a list of ``PartResult``.
 
     Every reference is loaded and verified (or computed by the solution) before any student code runs, so
@@ -106,26 +109,38 @@ def grade(root, parts=None, timeout=20.0, memory_mb=1024, verbose=False, fresh_s
     forked from one zygote of this submission's own (``zygote``), never shared with another submission:
     ``worker``, one started earlier for this grade (of ``python``), which this call then ends; else a new one,
     forked from ``template`` (a ``zygote.Template`` of ``python``: batch keeps one for all its submissions) if
-    one is given.
+    one is given. A part that ran out of time starved of CPU is graded again once the others are done, one
+    at a time, alone through ``gate`` (a ``fairness.Gate``: batch shares one between its submissions).
     """
     parts = list(parts or course.load_course().parts())
     jobs = jobs or os.cpu_count() or 1
+    gate = gate or fairness.Gate()
     if worker is None and zygote.enabled():
         worker = zygote.Zygote(python, template=template)           # imports NumPy while the references load
     try:
-        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as aside:    # compiled (never run) meanwhile
-            compiling = aside.submit(sandbox.compiled, root, timeout, memory_mb, user, worker)
-            if loaded is None:
-                loaded = references(parts, fresh_seed, solution, timeout, memory_mb, jobs, python)
-            bytecode = compiling.result()                                       # compiled once, not per part
-        with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+        with gate.shared():
+            with concurrent.futures.ThreadPoolExecutor(max_workers=1) as aside:    # compiled (never run) meanwhile
+                compiling = aside.submit(sandbox.compiled, root, timeout, memory_mb, user, worker)
+                if loaded is None:
+                    loaded = references(parts, fresh_seed, solution, timeout, memory_mb, jobs, python)
+                bytecode = compiling.result()                                       # compiled once, not per part
+
             def graded(part, part_data):
                 result = grade_part(part, part_data, root, timeout, memory_mb, verbose, user, python, worker,
                                     bytecode)
-                if progress is not None:
+                if progress is not None and not result.starved:
                     progress(result)
                 return result
-            results = list(pool.map(lambda pr: graded(*pr), zip(parts, loaded)))
+            with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+                results = list(pool.map(lambda pr: graded(*pr), zip(parts, loaded)))
+        for k, (result, part_data) in enumerate(zip(results, loaded)):
+            if result.starved:
+                with gate.alone():
+                    results[k] = grade_part(result.part, part_data, root, timeout, memory_mb, verbose, user,
+                                            python, worker, bytecode)
+                results[k].alone = True
+                if progress is not None:
+                    progress(results[k])
     finally:
         if worker is not None:
             worker.close()

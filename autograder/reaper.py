@@ -73,6 +73,11 @@ def _descendants(table, roots):
     return found
 
 
+def tree(pid):
+    """``pid`` and every process below it (grandchildren whose parent ended are below the grader, not it)."""
+    return _descendants(_table(), [pid])
+
+
 def _kill(pids):
     for pid in pids:
         with contextlib.suppress(ProcessLookupError, PermissionError):

@@ -30,7 +30,7 @@ import tempfile
 import threading
 import time
 
-from autograder import frames, ipc, reaper, tree, untrusted
+from autograder import fairness, frames, ipc, reaper, tree, untrusted
 
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")
 OUTPUT_LIMIT = 1 << 20          # what a child may print, and the size of any file it writes: 1 MiB
@@ -50,6 +50,7 @@ class Outcome:
     failure: str = ""           # non-empty: the whole part failed, and this says why
     output: str = ""            # the tail of what the child printed
     seconds: float = 0.0
+    starved: bool = False       # it ran out of time having waited for a CPU longer than it ran (``fairness``)
 
 
 _users = {}                     # uid -> number of children running as it now
@@ -301,6 +302,7 @@ def _run_child(root, configs, inputs_list, timeout, memory_mb, user, python, zyg
             if pipes.output_total > OUTPUT_LIMIT:
                 flooded = True
                 break
+        starved = timed_out and fairness.starved(proc.pid, timeout)     # read before it is killed
         lost = getattr(proc, "lost", False)            # its zygote died under it (so no one reaped it)
         if lost:
             proc.returncode = None                     # its pid is still its own: kill it with its tree
@@ -315,7 +317,9 @@ def _run_child(root, configs, inputs_list, timeout, memory_mb, user, python, zyg
             pipes.read(0.05)
         pipes.close()
         fds = []
-        return _outcome(proc.returncode, pipes, timed_out, flooded, len(configs), memory_mb, timeout, start)
+        outcome = _outcome(proc.returncode, pipes, timed_out, flooded, len(configs), memory_mb, timeout, start)
+        outcome.starved = starved
+        return outcome
     finally:
         for fd in fds:
             with contextlib.suppress(OSError):

@@ -1,0 +1,153 @@
+"""A part starved of CPU by another submission is graded again alone (``autograder.fairness``): the gate that
+makes "alone", the reading that tells starved from busy or asleep, and a batch where one submission's busy
+processes starve another's correct parts."""
+import csv
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from autograder import fairness, reaper
+from tests.graderkit import make_grader_copy, make_submission
+
+SPIN = "while True:\n    pass\n"
+
+
+def _python(code, nice=0, cpu=None):
+    def setup():
+        if cpu is not None:
+            os.sched_setaffinity(0, {cpu})
+        os.nice(nice)
+    return subprocess.Popen([sys.executable, "-c", code], preexec_fn=setup)
+
+
+@pytest.fixture
+def processes():
+    started = []
+    yield started
+    for proc in started:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_process_that_spins_or_sleeps_was_not_starved(processes):
+    spinner, sleeper = _python(SPIN), _python("import time\ntime.sleep(60)")
+    processes += [spinner, sleeper]
+    time.sleep(1.5)
+    ran, _ = fairness.run_and_wait([spinner.pid])
+    assert ran > 0.5                                  # it had a CPU for most of that time, even on a busy machine
+    assert not fairness.starved(spinner.pid, 1.0)
+    ran, waited = fairness.run_and_wait([sleeper.pid])
+    assert ran < 0.5 and waited < 0.5
+    assert not fairness.starved(sleeper.pid, 1.5)
+
+
+def test_a_process_that_waited_for_a_cpu_more_than_it_ran_was_starved(processes):
+    """On one CPU, a busy process at the lowest priority beside a busy one of normal priority gets ~1.5 % of it:
+    alone it was starved; with the other (a part's tree of two) its tree ran all the time, so was not."""
+    cpu = min(os.sched_getaffinity(0))
+    tree = _python(f"import os\nos.sched_setaffinity(0, {{{cpu}}})\nif os.fork() == 0:\n    os.nice(19)\n"
+                   "while True:\n    pass\n")
+    processes.append(tree)
+    time.sleep(1.5)
+    victim, = reaper.tree(tree.pid) - {tree.pid}
+    ran, waited = fairness.run_and_wait([victim])
+    assert waited > 4 * ran and waited > 1.0, (ran, waited)
+    assert fairness.starved(victim, 2.0)
+    assert not fairness.starved(tree.pid, 2.0)        # the whole tree ran ~1.5 s: more than half of 2 s
+    assert not fairness.starved(tree.pid, 1.0) and fairness.run_and_wait([tree.pid])[0] > 0.75
+
+
+def test_alone_waits_for_every_shared_holder_and_holds_back_new_ones():
+    gate, log = fairness.Gate(), []
+    first_in, release_first, second_tried = threading.Event(), threading.Event(), threading.Event()
+
+    def holder():
+        with gate.shared():
+            first_in.set()
+            release_first.wait(5)
+            log.append("first out")
+
+    def loner():
+        first_in.wait(5)
+        with gate.alone():
+            log.append("alone")
+
+    def latecomer():
+        while not gate._waiting:                      # once the loner waits
+            time.sleep(0.001)
+        second_tried.set()
+        with gate.shared():
+            log.append("latecomer in")
+
+    threads = [threading.Thread(target=t) for t in (holder, loner, latecomer)]
+    for t in threads:
+        t.start()
+    second_tried.wait(5)
+    time.sleep(0.1)
+    assert log == []                                  # the loner waits for the holder, the latecomer for the loner
+    release_first.set()
+    for t in threads:
+        t.join(5)
+    assert log == ["first out", "alone", "latecomer in"]
+
+
+def test_two_alone_never_overlap():
+    gate, inside, most = fairness.Gate(), [0], [0]
+    lock = threading.Lock()
+
+    def loner():
+        for _ in range(50):
+            with gate.alone():
+                with lock:
+                    inside[0] += 1
+                    most[0] = max(most[0], inside[0])
+                time.sleep(0.0005)
+                with lock:
+                    inside[0] -= 1
+
+    threads = [threading.Thread(target=loner) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert most[0] == 1
+
+
+COURSE = '[assignment]\ntitle = "fair"\nsections = ["2"]\n'
+TIMEOUT = "3"
+FORWARD = '        """One step: returns h\' (N, H) or (H,). ``state`` is h_{t-1}; ``h_prev_t=`` is the course\'s name for it."""\n'
+# every forward call of a part's process: the first one starts 20 busy processes, each in a session of its own
+# (the scheduler gives each session a fair share), and waits; the part runs out of time with them
+STARVER = ("        import os, time\n        if not getattr(os, 'started', 0):\n            os.started = 1\n"
+           "            for _ in range(20):\n                if os.fork() == 0:\n                    os.setsid()\n"
+           "                    while True:\n                        pass\n            time.sleep(60)\n")
+# a correct submission whose first forward call needs half a second of CPU: far less than the limit
+HONEST = ("        import os, time\n        if not getattr(os, 'worked', 0):\n            os.worked = 1\n"
+          "            start = time.process_time()\n            while time.process_time() - start < 0.5:\n"
+          "                pass\n")
+
+
+def test_a_submission_starved_by_another_is_graded_again_alone_and_the_starver_is_not(tmp_path):
+    """The whole batch runs on one CPU (its children inherit it), so the busy processes starve the honest
+    parts that run beside them. Every starved part of alice is graded again alone and passes; mallory's parts
+    ran out of time busy with their own processes, and are not graded again."""
+    grader = make_grader_copy(tmp_path / "grader")
+    (tmp_path / "grader" / "course.toml").write_text(COURSE)
+    subs = tmp_path / "subs"
+    make_submission(subs / "mallory", [("nn/gru_cell.py", FORWARD, FORWARD + STARVER)])
+    make_submission(subs / "alice", [("nn/gru_cell.py", FORWARD, FORWARD + HONEST)])
+    cpu = min(os.sched_getaffinity(0))
+    proc = subprocess.run([sys.executable, "-m", "autograder", "batch", str(subs), "--jobs", "2", "--timeout", TIMEOUT],
+                          cwd=grader, env=dict(os.environ, PYTHONPATH=""), capture_output=True, text=True, timeout=300,
+                          preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
+    assert proc.returncode == 0, proc.stderr
+    with open(subs / "grading" / "scores.csv", newline="") as f:
+        totals = {row["submission"]: float(row["total"]) for row in csv.DictReader(f)}
+    assert totals == {"alice": 12.0, "mallory": 0.0}, proc.stderr
+    notes = [line for line in proc.stderr.splitlines() if "graded again alone" in line]
+    assert notes and all(line.startswith("note: alice: part 2.") for line in notes), proc.stderr
+    assert "starved of CPU by other processes" in notes[0]
