@@ -209,8 +209,11 @@ class Finding:
     after: int = -1              # the student's values of what it reads end here
 
 
-def first_wrong(reference, student):
-    """A ``Finding`` for the first wrong quantity, or None if every reference quantity is right."""
+def first_wrong(reference, student, reference_complete=True, student_complete=True):
+    """A ``Finding`` for the first wrong quantity, or None if every reference quantity is right (or none can be
+    named). A trace cut short (``tracing``'s limits) hides things: with the reference's cut, a quantity no
+    record in it reads may be read, and so vouched for, past the cut; with the student's, a quantity not found
+    may come past the cut. Neither is named then: only what the traces show is."""
     index = _Index(student)
     names = {}                                         # base name -> the student's indices assigning it, in order
     for j, s in enumerate(student):
@@ -248,9 +251,13 @@ def first_wrong(reference, student):
     right = [False] * len(reference)
     for i in reversed(range(len(reference))):          # found, or read by something right (inline)
         right[i] = bool(found[i]) or any(all(right[m] for m in members[statement[c]]) for c in children[i])
+    found_after = [False] * len(reference)            # some later quantity was found: the student got past it
+    for i in reversed(range(len(reference) - 1)):
+        found_after[i] = found_after[i + 1] or bool(found[i + 1])
     for i, q in enumerate(reference):
         if not right[i] and all(right[p] for p in q.reads):
-            return Finding(i, [k for k in range(i) if right[k]], found, bounds[i])
+            if (reference_complete or children[i]) and (student_complete or found_after[i]):
+                return Finding(i, [k for k in range(i) if right[k]], found, bounds[i])
     return None
 
 
@@ -400,7 +407,7 @@ def _called_from(trace, record, levels=2):
 
 def explain(reference, student, config=None, wrong_outputs=()):
     """The diagnosis as a few lines of text, from two ``Trace``s, or [] when there is nothing to say."""
-    finding = first_wrong(reference.records, student.records)
+    finding = first_wrong(reference.records, student.records, not reference.lost, not student.lost)
     if finding is None:
         return []
     ref, mine = reference.records, student.records

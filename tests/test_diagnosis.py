@@ -9,7 +9,7 @@ import time
 import numpy as np
 import pytest
 
-from autograder import data, diagnosis, spec, tracing
+from autograder import data, diagnosis, mistakes, spec, tracing
 from tests import mutants
 from tests.graderkit import REPO, check_gradescope, load_results, make_submission, run_cli
 
@@ -139,6 +139,24 @@ def test_the_first_wrong_quantity_is_the_first_whose_inputs_are_right():
     assert diagnosis.first_wrong(reference.records, inline.records) is None   # b inline: right through c
 
 
+def test_a_trace_cut_short_names_only_what_it_shows():
+    """A cut reference: a quantity nothing in it reads may be read (and vouched for) past the cut, so it is not
+    named; a cut student trace: a quantity it does not hold may come past the cut, unless the student's trace
+    got further (a later quantity was found)."""
+    a, b, c = np.arange(1.0, 7.0).reshape(2, 3), np.arange(2.0, 8.0).reshape(2, 3), np.arange(5.0, 11.0)
+    reference = [_record("a", a), _record("b", b, [0], 2), _record("c", c, line=3)]
+    student = [_record("a", a), _record("b", np.zeros_like(b), line=12)]    # a wrong b (or its init), then cut
+    assert diagnosis.first_wrong(reference, student).wrong == 1
+    assert diagnosis.first_wrong(reference, student, reference_complete=False) is None  # b's reader: past the cut
+    assert diagnosis.first_wrong(reference, student, student_complete=False) is None    # the right b: past the cut
+    got_further = student + [_record("c", c, line=13)]
+    assert diagnosis.first_wrong(reference, got_further, student_complete=False).wrong == 1
+    read = reference + [_record("d", b + 1, [1], 4)]                   # read in the reference's trace: named
+    assert diagnosis.first_wrong(read, student, reference_complete=False).wrong == 1
+    lines = diagnosis.explain(diagnosis.Trace(reference, "the trace is full"), diagnosis.Trace(student))
+    assert lines == []
+
+
 @pytest.mark.parametrize("got, words", [
     (lambda e: e.T, "transposed"), (lambda e: 2.5 * e, "a constant factor: 2.5 times"),
     (lambda e: np.concatenate([e[:, :2], 7 * e[:, 2:4], e[:, 4:]], axis=1), "only gate z's block differs"),
@@ -202,6 +220,18 @@ def test_an_unstable_log_sum_exp_costs_the_case_with_the_stable_form(tmp_path):
     assert proc.returncode == 0 and "Traceback" not in proc.stdout + proc.stderr
     output = check_gradescope(load_results(tmp_path / "r.json"))["8.2"]["output"]
     assert "divide by zero encountered in log" in output and "m + log(sum(exp(a - m)))" in output, output
+
+
+def test_a_mistake_past_the_end_of_the_trace_is_left_to_its_hint(tmp_path):
+    """CTC in probability space on a 600-step case: both traces fill up long before γ, where it goes wrong.
+    Nothing before the cut is wrong, so no line is named (the student's `skip` is right); the hint says it."""
+    underflow = next(m for m in mistakes.CATALOGUE if m.id == "ctc-probability-space-underflow")
+    sub = make_submission(tmp_path / "sub", [(underflow.path, underflow.old, underflow.new)])
+    proc = run_cli(["8.5", "--submission", sub, "--json", str(tmp_path / "r.json")])
+    assert proc.returncode == 0 and "Traceback" not in proc.stdout + proc.stderr
+    output = check_gradescope(load_results(tmp_path / "r.json"))["8.5"]["output"]
+    assert "case 4 (T=600" in output and "underflow to 0" in " ".join(output.split())
+    assert "goes wrong" not in output and "ctc.py:87" not in output, output
 
 
 # ---- generic mutants of every graded line
