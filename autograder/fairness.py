@@ -12,12 +12,20 @@ and waited, ready to run, for more than half was *starved*: ``grade`` grades it 
 are done, alone (``Gate.alone``: in a batch, while no other submission runs), and that result stands. A part
 that ran for much of its time (an endless loop, or many busy processes of its own) or slept (waiting on
 nothing the grader gives) was not starved: its timeout stands at once, and costs no one else any time.
+
+The reading cannot see processes that already ended: a part whose own short-lived processes keep its main
+one waiting looks starved. So a submission is graded again alone for at most ``ALONE_LIMITS`` part limits
+in all; past that, a starved part's timeout stands. A correct part starved by others takes a fraction of
+its limit once alone, so that is room for many of them; a submission that gets itself judged starved costs
+the others at most that, plus the one part (and its diagnosis) it had begun.
 """
 import contextlib
 import os
 import threading
 
 from autograder import reaper
+
+ALONE_LIMITS = 1                 # part limits a submission may spend graded again alone, in all
 
 
 def run_and_wait(pids):

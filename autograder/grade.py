@@ -7,6 +7,7 @@ each part's inputs to a child that imports the submission, and judges the plain 
 import concurrent.futures
 import dataclasses
 import os
+import time
 
 from autograder import course, data, diagnosis, fairness, feedback, sandbox, spec, untrusted, zygote
 
@@ -110,7 +111,8 @@ def grade(root, parts=None, timeout=20.0, memory_mb=1024, verbose=False, fresh_s
     ``worker``, one started earlier for this grade (of ``python``), which this call then ends; else a new one,
     forked from ``template`` (a ``zygote.Template`` of ``python``: batch keeps one for all its submissions) if
     one is given. A part that ran out of time starved of CPU is graded again once the others are done, one
-    at a time, alone through ``gate`` (a ``fairness.Gate``: batch shares one between its submissions).
+    at a time, alone through ``gate`` (a ``fairness.Gate``: batch shares one between its submissions), for
+    at most ``fairness.ALONE_LIMITS`` part limits in all.
     """
     parts = list(parts or course.load_course().parts())
     jobs = jobs or os.cpu_count() or 1
@@ -133,11 +135,14 @@ def grade(root, parts=None, timeout=20.0, memory_mb=1024, verbose=False, fresh_s
                 return result
             with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
                 results = list(pool.map(lambda pr: graded(*pr), zip(parts, loaded)))
+        alone = 0.0                                    # seconds this submission has held the others back
         for k, (result, part_data) in enumerate(zip(results, loaded)):
-            if result.starved:
+            if result.starved and alone < timeout * fairness.ALONE_LIMITS:
                 with gate.alone():
+                    start = time.monotonic()
                     results[k] = grade_part(result.part, part_data, root, timeout, memory_mb, verbose, user,
                                             python, worker, bytecode)
+                    alone += time.monotonic() - start
                 results[k].alone = True
                 if progress is not None:
                     progress(results[k])

@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from autograder import fairness, reaper
-from tests.graderkit import make_grader_copy, make_submission
+from autograder import fairness, grade, reaper, sandbox, spec
+from tests.graderkit import REPO, make_grader_copy, make_submission
 
 SPIN = "while True:\n    pass\n"
 
@@ -159,3 +159,35 @@ def test_a_submission_starved_by_another_is_graded_again_alone_and_the_starver_i
     notes = [line for line in proc.stderr.splitlines() if "graded again alone" in line]
     assert notes and all(line.startswith("note: alice: part 2.") for line in notes), proc.stderr
     assert "starved of CPU by other processes" in notes[0]
+
+
+ENDLESS = "        while True:\n            pass\n"
+
+
+def test_a_submission_is_graded_again_alone_for_one_part_limit_at_most(tmp_path, monkeypatch):
+    """Processes that ended are not in the reading, so a part can look starved when its own short-lived
+    processes kept it waiting: every starved part is graded again alone only until the submission has spent
+    one part limit so; past it the timeout stands. (Here every timeout reads as starved.)"""
+    monkeypatch.setattr(fairness, "starved", lambda pid, seconds: True)
+    sub = make_submission(tmp_path / "sub", [("nn/gru_cell.py", FORWARD, FORWARD + ENDLESS)])
+    parts = [spec.PARTS_BY_NUMBER["2.1"], spec.PARTS_BY_NUMBER["2.2"]]
+    results = grade.grade(sub, parts, timeout=1.0, jobs=2)
+    assert [r.status for r in results] == ["error", "error"]
+    assert all("did not finish within 1 s" in r.output for r in results)
+    assert [r.alone for r in results] == [True, False]      # the first spent the limit: the second stands
+
+
+def test_a_starved_part_graded_again_alone_is_judged_on_that_grade(tmp_path, monkeypatch):
+    """A correct part that timed out starved passes once graded alone; the others are not graded again."""
+    first = []
+
+    def timed_out_once(*args, **kwargs):                   # the first run of 2.2 is cut short and starved
+        if args[1][0].get("kind") == "backward" and not first:
+            first.append(1)
+            return sandbox.Outcome(failure="did not finish within 20 s (an infinite loop, or far too slow)",
+                                   starved=True)
+        return run_child(*args, **kwargs)
+    run_child = sandbox.run_child
+    monkeypatch.setattr(sandbox, "run_child", timed_out_once)
+    results = grade.grade(REPO, [spec.PARTS_BY_NUMBER["2.1"], spec.PARTS_BY_NUMBER["2.2"]], jobs=2)
+    assert first and [(r.status, r.alone) for r in results] == [("passed", False), ("passed", True)]
