@@ -12,13 +12,22 @@ removes it. Two defences, the first where it can be had, the second always under
   ``uid`` created or owns in the grader's namespace (the owner can be changed, the creator cannot).
 
 POSIX shared memory and named semaphores are files in ``/dev/shm`` (and message queues in ``/dev/mqueue``
-where mounted): ``sandbox.clear_user`` removes them with the user's other temporary files.
+where mounted). ``/dev/shm`` is memory that belongs to no process: filled, it takes the machine's memory from
+every other submission and from the grader, and the kernel's out-of-memory killer cannot end the culprit.
+So ``fresh_namespace`` also gives the child a mount namespace of its own (mounts private, nothing reaches
+the machine's) with its own ``/dev/shm``: a tmpfs bounded to its memory limit and SHM_FILES files, gone
+with the child's last process. Where that cannot be had, ``sandbox.clear_user`` removes what a user left
+in ``/dev/shm`` with its other temporary files.
 """
 import contextlib
 import ctypes
 import os
 
 CLONE_NEWIPC = 0x08000000
+CLONE_NEWNS = 0x00020000
+MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x4000, 0x40000
+SHM = b"/dev/shm"
+SHM_FILES = 4096                # files a child may make in its own /dev/shm
 IPC_RMID = 0
 SEGMENTS = 16                   # shared memory segments a child may make in its own namespace
 QUEUES = 4                      # message queues likewise
@@ -49,7 +58,20 @@ def fresh_namespace(memory_mb):
                 os.write(fd, str(value).encode())
             finally:
                 os.close(fd)
+    own_shm(memory_mb)
     return True
+
+
+def own_shm(memory_mb):
+    """Give the calling process (single-threaded, still root) a mount namespace where no mount propagates to
+    the machine's, and there a ``/dev/shm`` of its own: a tmpfs of at most ``memory_mb`` MiB and SHM_FILES
+    files. Only system calls. True if it worked; nothing changed if the namespace could not be made."""
+    if not os.path.isdir(SHM) or _libc.unshare(CLONE_NEWNS) != 0:
+        return False
+    if _libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None) != 0:
+        return False                                   # a mount here could reach the machine's: none is made
+    options = f"size={memory_mb << 20},nr_inodes={SHM_FILES},mode=1777".encode()
+    return _libc.mount(b"tmpfs", SHM, b"tmpfs", MS_NOSUID | MS_NODEV, options) == 0
 
 
 def _objects(kind):

@@ -35,6 +35,12 @@ IPC_LEFT = (
     "for k in range(4):\n    libc.shmget(0, 1 << 20, 0o1600)\nlibc.semget(0, 4, 0o1600)\nlibc.msgget(0, 0o1600)\n"
     "open(f'/dev/shm/mytorch-left-{os.getpid()}', 'wb').write(bytes(1 << 16))\n"
     "raise ValueError('broken')")
+# POSIX shared memory is memory of no process's: 1 MiB files in /dev/shm, up to half again the part's memory
+SHM_FILL = ("written = 0\ntry:\n    while written < 1536:\n"
+            "        with open(f'/dev/shm/fill-{os.getpid()}-{written}', 'wb') as f:\n"
+            "            f.write(bytes(1 << 20))\n        written += 1\nexcept OSError:\n    pass\n"
+            "room = os.statvfs('/dev/shm')\n"
+            "raise ValueError(f'shm filled: {written} MiB of {room.f_blocks * room.f_frsize >> 20} MiB')")
 FORK_BOMB = ("if not hasattr(builtins, 'attacked'):\n    builtins.attacked = 1\n"
              "    def bomb():\n        while True:\n            try:\n                os.fork()\n"
              "            except OSError:\n                time.sleep(0.01)\n"
@@ -128,6 +134,7 @@ def campaign(sandbox_user):
     attacks["memory of a sibling read"] = MEMORY_PEEK
     attacks["IPC objects left behind"] = IPC_LEFT
     attacks["IPC objects left behind, no IPC namespace"] = IPC_LEFT
+    attacks["/dev/shm filled"] = SHM_FILL
     users = {name: make_user() for name in attacks}
     runs = {name: kit.launch(root, name, code, grader, secret, ["--run-as", users[name].pw_name, "--python", python],
                              ipc_namespace="no IPC namespace" not in name)
@@ -140,7 +147,7 @@ def campaign(sandbox_user):
 
 
 @pytest.mark.parametrize("name", RUN_AS_ATTACKS[1:] + ["fork bomb", "memory of a sibling read", "IPC objects left behind",
-                                  "IPC objects left behind, no IPC namespace"])
+                                  "IPC objects left behind, no IPC namespace", "/dev/shm filled"])
 def test_attack_as_the_sandbox_user(campaign, name):
     runs = campaign["runs"]
     honest = kit.verdicts(runs["honest broken"])
@@ -155,6 +162,27 @@ def test_attack_as_the_sandbox_user(campaign, name):
     assert SECRET_TEXT not in run.at_exit.decode() + run.stdout + run.stderr
     assert not campaign["grader_changed"] and campaign["secret_after"] == SECRET_TEXT
     assert not left_by(campaign["users"][name].pw_uid)
+
+
+def test_a_part_fills_only_a_dev_shm_of_its_own_bounded_to_its_memory(campaign):
+    """Its own tmpfs: 1024 MiB (the part's memory limit) and not the machine's; full, the writes fail."""
+    if not ipc_probe_mount_namespace():
+        pytest.skip("this kernel lets no process here make a mount namespace: /dev/shm is cleared after the part")
+    output = check_gradescope(kit.verdicts(campaign["runs"]["/dev/shm filled"]))["2.1"]["output"]
+    assert "shm filled: 1023 MiB of 1024 MiB" in output or "shm filled: 1024 MiB of 1024 MiB" in output, output
+
+
+def ipc_probe_mount_namespace():
+    """Whether a child of this process can make a mount namespace with a private tmpfs (as the grader's do)."""
+    pid = os.fork()
+    if pid == 0:
+        ok = False
+        try:
+            ok = ipc._libc.unshare(ipc.CLONE_NEWNS) == 0 and ipc._libc.mount(None, b"/", None,
+                                                                          ipc.MS_REC | ipc.MS_PRIVATE, None) == 0
+        finally:
+            os._exit(0 if ok else 1)
+    return os.waitpid(pid, 0)[1] == 0
 
 
 def left_by(uid):
