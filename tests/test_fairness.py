@@ -1,8 +1,10 @@
 """A part starved of CPU by another submission is graded again alone (``autograder.fairness``): the gate that
 makes "alone", the reading that tells starved from busy or asleep, and a batch where one submission's busy
 processes starve another's correct parts."""
+import contextlib
 import csv
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -28,8 +30,10 @@ def _python(code, nice=0, cpu=None):
 def processes():
     started = []
     yield started
-    for proc in started:
-        proc.kill()
+    for proc in started:                              # each with what it forked
+        for pid in reaper.tree(proc.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         proc.wait()
 
 
