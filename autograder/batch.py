@@ -90,11 +90,10 @@ def sandbox_users(parser, value, jobs, python, solution=None):
         parser.error(f"--run-as: {error}")
     try:
         grader = os.path.dirname(os.path.abspath(grade.__file__))
-        for user in users.users:
-            python = cli.resolve_python(parser, python, user)
-            cli.refuse_writable(parser, user, [grader], "the grader's files")
-            cli.refuse_writable(parser, user, [os.path.join(solution, "mytorch")] if solution else [],
-                                "the solution, which runs as root")
+        python = cli.resolve_python(parser, python, users.users)        # one walk of the Pythons for them all
+        cli.refuse_writable(parser, users.users, [grader], "the grader's files")
+        cli.refuse_writable(parser, users.users, [os.path.join(solution, "mytorch")] if solution else [],
+                            "the solution, which runs as root")
     except BaseException:
         users.close()
         raise
@@ -217,8 +216,7 @@ def main(argv):
     if users is None:
         print(no_isolation_warning(), file=sys.stderr)
     else:
-        for user in users.users:
-            cli.refuse_writable(parser, user, [report_dir], "the report (give --out a folder only root may write)")
+        cli.refuse_writable(parser, users.users, [report_dir], "the report (give --out a folder only root may write)")
     at_once = jobs if users is None else min(jobs, len(users.users))    # never two submissions per user
     key = class_report.grader_key(the_course, fresh_seed)
     folder_out.write(STATE, json.dumps({"fresh_seed": fresh_seed}) + "\n")

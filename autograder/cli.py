@@ -110,21 +110,27 @@ def resolve_user(parser, name):
     return user
 
 
-def resolve_python(parser, path, user=None):
-    """The child's Python (None: this one), checked to run and import numpy as ``user`` when there is one,
-    and refused if ``user`` could change what it or the grader's own Python runs (``interpreter``)."""
+def resolve_python(parser, path, users=()):
+    """The child's Python (None: this one), checked to run and import numpy as each of ``users`` (pwd
+    entries), and refused if one of them could change what it or the grader's own Python runs
+    (``interpreter``)."""
     if path is not None and not (os.path.isfile(path) and os.access(path, os.X_OK)):
         parser.error(f"--python: {path} is not an executable file")
     python = os.path.abspath(path) if path is not None else None
-    if user is not None:
-        try:                                              # runs while the Pythons' files are checked
-            probe = subprocess.Popen([python or sys.executable, "-I", "-c", "import numpy"], cwd="/",
-                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                     preexec_fn=interpreter.as_user(user))
+    if not users:
+        return python
+    probes = {}
+    for user in users:                                    # they run while the Pythons' files are checked
+        try:
+            probes[user.pw_name] = subprocess.Popen(
+                [python or sys.executable, "-I", "-c", "import numpy"], cwd="/", stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=interpreter.as_user(user))
         except (OSError, subprocess.SubprocessError) as error:
-            probe, problem = None, [str(error)]
-        exposed = interpreter.exposed(sorted({python or sys.executable, sys.executable}), [user])
-        if probe is not None:
+            probes[user.pw_name] = [str(error)]
+    exposed = interpreter.exposed(sorted({python or sys.executable, sys.executable}), list(users))
+    for user in users:
+        probe = problem = probes[user.pw_name]
+        if not isinstance(probe, list):
             try:
                 _, err = probe.communicate(timeout=60)
                 problem = err.decode("utf-8", "replace").strip().splitlines()[-1:] if probe.returncode else None
@@ -136,24 +142,26 @@ def resolve_python(parser, path, user=None):
             parser.error(f"user {user.pw_name} cannot run {python or sys.executable} with numpy "
                          f"({untrusted.text(' '.join(problem), 300)}): give --python PATH, e.g. a venv made from "
                          "the system Python with numpy installed")
-        for _, path in exposed:
-            parser.error(f"user {user.pw_name} could change {path}, which a Python of this run (--python or the "
-                         "grader's) runs: student code could plant code there; make it writable by root alone, "
-                         "or give --python a venv owned by root")
+    for user, path in exposed:
+        parser.error(f"user {user.pw_name} could change {path}, which a Python of this run (--python or the "
+                     "grader's) runs: student code could plant code there; make it writable by root alone, "
+                     "or give --python a venv owned by root")
     return python
 
 
-def refuse_writable(parser, user, paths, what):
-    """A usage error if ``user`` could change anything in ``paths`` (``what`` names them in the message)."""
-    if user is None or not paths:
+def refuse_writable(parser, users, paths, what):
+    """A usage error if one of ``users`` (pwd entries) could change anything in ``paths`` (``what`` names
+    them in the message)."""
+    if not users or not paths:
         return
     try:
-        exposed = isolation.writable_by(paths, user)
+        exposed = isolation.writable_by_each(paths, users)
     except (OSError, tree.TreeError) as error:
-        exposed = [f"{paths[0]} (it could not be checked: {error})"]
-    if exposed:
-        parser.error(f"user {user.pw_name} could change {what}, e.g. {exposed[0]}: make them writable by root "
-                     "alone first")
+        exposed = [[f"{paths[0]} (it could not be checked: {error})"]] * len(users)
+    for user, found in zip(users, exposed):
+        if found:
+            parser.error(f"user {user.pw_name} could change {what}, e.g. {found[0]}: make them writable by root "
+                         "alone first")
 
 
 class ResultsNotWritten(str):
@@ -212,10 +220,10 @@ def main_grade(argv, worker=None):
         parser.error(str(error))
     root = os.path.abspath(args.submission or default_submission())
     user = resolve_user(parser, args.run_as)
-    python = resolve_python(parser, args.python, user)
+    python = resolve_python(parser, args.python, [user] if user else [])
     fresh_seed = resolve_fresh_seed(args.fresh_seed)
     solution = resolve_solution(args, fresh_seed)
-    refuse_writable(parser, user, [os.path.join(solution, "mytorch")] if solution else [],
+    refuse_writable(parser, [user] if user else [], [os.path.join(solution, "mytorch")] if solution else [],
                     "the solution, which runs as root")
     results_path = args.json or (GRADESCOPE_RESULTS if args.gradescope else None)
     start = time.monotonic()

@@ -73,19 +73,18 @@ def disk_paths(python):
 
 
 def exposed(pythons, users):
-    """``(user, path)`` for the first thing each user could change among what ``pythons`` run, else []."""
-    problems = []
-    for user in users:
-        places = set()
-        for python in pythons:
-            places |= disk_paths(python) | set(reported_paths(python, user))
-        places = sorted({os.path.normpath(p) for p in places})
-        # a folder inside another is walked with it
-        tops = [p for p in places if not any(p != q and p.startswith(q.rstrip(os.sep) + os.sep) for q in places)]
-        try:
-            found = isolation.writable_by(tops, user)
-        except (OSError, tree.TreeError) as error:
-            found = [f"{tops} (could not be checked: {error})"]
-        if found:
-            problems.append((user, found[0]))
-    return problems
+    """``(user, path)`` for the first thing each user could change among what ``pythons`` run, else []: one
+    walk of the places any user's probe or the files on disk name, checked for every user."""
+    places = set()
+    for python in pythons:
+        places |= disk_paths(python)
+        for user in users:
+            places |= set(reported_paths(python, user))
+    places = sorted({os.path.normpath(p) for p in places})
+    # a folder inside another is walked with it
+    tops = [p for p in places if not any(p != q and p.startswith(q.rstrip(os.sep) + os.sep) for q in places)]
+    try:
+        found = isolation.writable_by_each(tops, users)
+    except (OSError, tree.TreeError) as error:
+        found = [[f"{tops} (could not be checked: {error})"] for _ in users]
+    return [(user, each[0]) for user, each in zip(users, found) if each]

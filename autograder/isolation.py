@@ -91,21 +91,28 @@ def can_write(info, user, groups):
 def writable_by(paths, user):
     """The paths among ``paths`` (walked, no links followed) and the folders above them that ``user`` could
     change."""
-    found = []
-    groups = groups_of(user)
+    return writable_by_each(paths, [user])[0]
+
+
+def writable_by_each(paths, users):
+    """``writable_by`` for each of ``users`` (a list per user, in order), in one walk of ``paths``."""
+    who = [(user, groups_of(user), []) for user in users]
+
+    def check(info, path, sticky_ok=False):
+        for user, groups, found in who:
+            if can_write(info, user, groups) and not (sticky_ok and info.st_mode & stat.S_ISVTX):
+                found.append(path)
+
     for top in paths:
         parent = os.path.dirname(os.path.abspath(top))
         while True:                                       # a writable folder above lets it swap the whole tree
-            info = os.lstat(parent)
-            if can_write(info, user, groups) and not info.st_mode & stat.S_ISVTX:
-                found.append(parent)
+            check(os.lstat(parent), parent, sticky_ok=True)
             if parent == os.path.dirname(parent):
                 break
             parent = os.path.dirname(parent)
         info = os.lstat(top)
         if not stat.S_ISDIR(info.st_mode):
-            if can_write(os.stat(top) if stat.S_ISLNK(info.st_mode) else info, user, groups):
-                found.append(top)
+            check(os.stat(top) if stat.S_ISLNK(info.st_mode) else info, top)
             continue
         for rel, folder, dirs, files in tree.walk(top, 64, WALK_ENTRIES, everything=True):
             for name in ["."] + files:
@@ -115,9 +122,8 @@ def writable_by(paths, user):
                         info = os.stat(name, dir_fd=folder)
                     except OSError:
                         continue
-                if can_write(info, user, groups):
-                    found.append(os.path.normpath(os.path.join(top, rel, name)))
-    return found
+                check(info, os.path.normpath(os.path.join(top, rel, name)))
+    return [found for _, _, found in who]
 
 
 def grader_inside(folder):

@@ -167,3 +167,29 @@ def test_reference_files_swapped_for_a_fifo_or_a_link_do_not_hang_the_next_run(t
     proc = subprocess.run(run, cwd=grader, env=dict(os.environ, PYTHONPATH=""), capture_output=True, text=True,
                           timeout=60)
     assert proc.returncode == 0 and "manifest" in load_results(tmp_path / "r.json")["tests"][0]["output"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving files to other users needs root")
+def test_one_walk_tells_each_user_what_it_could_change(tmp_path):
+    """Two users who own nothing and share no group: a file one of them owns, a folder group-writable for
+    the other's group, a world-writable file and a sticky world-writable folder inside (where anyone may add
+    a module), each found for exactly the users who could change it."""
+    import pwd
+    a, b = (pwd.struct_passwd((name, "x", uid, uid, "", "/", "/bin/false"))
+            for name, uid in (("mytorch-nobody-a", 64001), ("mytorch-nobody-b", 64002)))
+    top = tmp_path / "site"
+    (top / "pkg").mkdir(parents=True)
+    (top / "shared").mkdir()
+    for name in ("mine.py", "open.py", "root.py"):
+        (top / "pkg" / name).write_text("x = 1\n")
+    os.chown(top / "pkg" / "mine.py", a.pw_uid, 0)
+    os.chmod(top / "pkg" / "open.py", 0o666)
+    os.chown(top / "pkg", 0, b.pw_gid)
+    os.chmod(top / "pkg", 0o775)
+    os.chmod(top / "shared", 0o1777)
+    (top / "shared" / "inside.py").write_text("")
+    found = isolation.writable_by_each([str(top)], [a, b])
+    assert sorted(found[0]) == sorted([str(top / "pkg" / "mine.py"), str(top / "pkg" / "open.py"),
+                                       str(top / "shared")])
+    assert sorted(found[1]) == sorted([str(top / "pkg"), str(top / "pkg" / "open.py"), str(top / "shared")])
+    assert isolation.writable_by([str(top)], b) == found[1]
