@@ -246,8 +246,8 @@ def main(argv):
             results, reason = grade_one(located, copy, parts, users, **options)
             for result in results:
                 if result.alone:
-                    print(f"note: {untrusted.text(name, 60)}: part {result.part.number} ran out of time starved of "
-                          "CPU by other processes; graded again alone", file=sys.stderr, flush=True)
+                    print(f"note: {untrusted.text(name, 30)}: part {result.part.number} timed out starved of CPU; "
+                          "graded again alone", file=sys.stderr, flush=True)
             with lock:
                 payloads[name] = record(feedback, the_course, located, results, reason, time.monotonic() - start,
                                         key, fresh_seed)
