@@ -2,8 +2,8 @@
 
 The child gets: a fresh working directory (its only writable place, with /tmp), no standard input, a
 minimal environment, ``python -I -B`` (no user site, no PYTHON* variables, the script's folder not on
-sys.path), one BLAS thread, and limits on address space, CPU time, the size of any file it writes and, under
-``--run-as``, the number of processes of the sandbox user.
+sys.path), one BLAS thread, and limits on address space, CPU time, the size of any file it writes, the files
+each process holds open and, under ``--run-as``, the number of processes of the sandbox user.
 
 The grader never opens a path the child could create, replace or point elsewhere. Everything travels over
 pipes the grader made before the child started: the request (configs and inputs) on one, the response on
@@ -36,6 +36,8 @@ WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")
 OUTPUT_LIMIT = 1 << 20          # what a child may print, and the size of any file it writes: 1 MiB
 RESPONSE_LIMIT = 16 << 20       # the most the parent will read back
 PROCESS_LIMIT = 128             # processes a child may start as the sandbox user (under --run-as)
+OPEN_FILES = 256                # files each of its processes may hold open: a memfd or a pipe holds memory
+                                # that no address-space limit counts (each memfd at most OUTPUT_LIMIT)
 DRAIN_SECONDS = 2.0             # after the child is gone, how long to wait for the pipes to close
 SHARED_TEMP = ("/tmp", "/var/tmp", "/dev/shm", "/dev/mqueue")   # where any user may leave files, and
 SHARED_PARENTS = ("/", "/var", "/run", "/dev")                  # any folder below these that any user may write
@@ -54,7 +56,30 @@ class Outcome:
 
 
 _users = {}                     # uid -> number of children running as it now
-_users_lock = threading.Lock()
+_users_lock = threading.Lock()  # guards _user_locks
+_user_locks = {}                # uid -> the lock held while its count changes (and its leftovers are cleared)
+
+
+def _user_lock(uid):
+    """One lock per sandbox user: clearing what one user left never holds back another's children."""
+    with _users_lock:
+        return _user_locks.setdefault(uid, threading.Lock())
+
+
+def _starting(user):
+    """A child of ``user`` (a pwd entry, or None) is about to start."""
+    if user is not None:
+        with _user_lock(user.pw_uid):
+            _users[user.pw_uid] = _users.get(user.pw_uid, 0) + 1
+
+
+def _ended(user):
+    """A child of ``user`` has ended: if it was the last, ``clear_user``, while none of its can start."""
+    if user is not None:
+        with _user_lock(user.pw_uid):
+            _users[user.pw_uid] -= 1
+            if _users[user.pw_uid] == 0:
+                clear_user(user)                       # anything that reached outside the grader's tree
 _work_dirs = set()              # children's working folders not removed yet
 
 
@@ -92,6 +117,7 @@ def _limits(memory_mb, cpu_seconds, user, switch_user=True):
         resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
         resource.setrlimit(resource.RLIMIT_FSIZE, (OUTPUT_LIMIT, OUTPUT_LIMIT))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        resource.setrlimit(resource.RLIMIT_NOFILE, (OPEN_FILES, OPEN_FILES))
         if user is not None:
             resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
             os.setgroups([])
@@ -203,7 +229,8 @@ def _fork(zygote, root, work, fds, memory_mb, timeout, user, out_w, task, byteco
     if zygote is None:
         return None
     settings = {"root": os.path.abspath(root), "work": work, "env": _env(work, timeout), "memory_mb": memory_mb,
-                "cpu_seconds": int(timeout) + 1, "file_limit": OUTPUT_LIMIT, "pid_namespace": pid_namespace() is not None,
+                "cpu_seconds": int(timeout) + 1, "file_limit": OUTPUT_LIMIT,
+                "open_files": OPEN_FILES, "pid_namespace": pid_namespace() is not None,
                 "user": None if user is None else [user.pw_uid, user.pw_gid, _tasks_of(user.pw_uid) + PROCESS_LIMIT],
                 "task": task, "ipc_namespace": ipc.wanted()}
     extra = []
@@ -264,9 +291,7 @@ def _run_child(root, configs, inputs_list, timeout, memory_mb, user, python, zyg
     work = tempfile.mkdtemp(prefix="mytorch-work-")      # 0700: under --run-as, its user's alone
     _work_dirs.add(work)
     fds = []
-    if user is not None:
-        with _users_lock:
-            _users[user.pw_uid] = _users.get(user.pw_uid, 0) + 1
+    _starting(user)
     try:
         if user is not None:
             os.chown(work, user.pw_uid, user.pw_gid)
@@ -324,11 +349,7 @@ def _run_child(root, configs, inputs_list, timeout, memory_mb, user, python, zyg
         for fd in fds:
             with contextlib.suppress(OSError):
                 os.close(fd)
-        if user is not None:
-            with _users_lock:                          # no child of this user can start meanwhile
-                _users[user.pw_uid] -= 1
-                if _users[user.pw_uid] == 0:
-                    clear_user(user)                   # anything that reached outside the grader's tree
+        _ended(user)
         tree.remove(work)
         _work_dirs.discard(work)
 

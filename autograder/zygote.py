@@ -172,6 +172,7 @@ def _child(command, fds):
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
         resource.setrlimit(resource.RLIMIT_CPU, (command["cpu_seconds"], command["cpu_seconds"] + 1))
         resource.setrlimit(resource.RLIMIT_FSIZE, (command["file_limit"], command["file_limit"]))
+        resource.setrlimit(resource.RLIMIT_NOFILE, (command["open_files"], command["open_files"]))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         user = command.get("user")                        # [uid, gid, processes] under --run-as
         if user is not None:

@@ -27,6 +27,12 @@ CASES = {
     "infinite loop": (hostile("while True:\n    pass"), "did not finish within 3 s"),
     "memory bomb": (hostile("import numpy\nbig = numpy.ones((1 << 37,))"), "MemoryError"),
     "growing memory": (hostile("hoard = []\nwhile True:\n    hoard.append(bytearray(1 << 26))"), "MemoryError"),
+    # a memfd's pages are no process's address space: the open-file limit bounds them (errno 24, EMFILE)
+    "memory held in memfds": (hostile(
+        "import os\nfds = []\ntry:\n    while len(fds) < 1024:\n        fds.append(os.memfd_create('m'))\n"
+        "        os.write(fds[-1], bytes(1 << 20))\nexcept OSError as e:\n"
+        "    raise ValueError(f'memfds stopped by errno {e.errno}')\nraise ValueError('memfds never stopped')"),
+        "memfds stopped by errno 24"),
     "megabytes of printing": (hostile("for _ in range(100):\n    print('x' * 100000)"), "printed more than 1 MiB"),
     "syntax error": ([("nn/gru_cell.py", "import math\n", "import math\ndef broken(:\n")],
                      "SyntaxError"),

@@ -193,3 +193,38 @@ def test_one_walk_tells_each_user_what_it_could_change(tmp_path):
                                        str(top / "shared")])
     assert sorted(found[1]) == sorted([str(top / "pkg"), str(top / "pkg" / "open.py"), str(top / "shared")])
     assert isolation.writable_by([str(top)], b) == found[1]
+
+
+def test_clearing_what_one_user_left_never_holds_back_another_users_children(monkeypatch):
+    """A user's leftovers are cleared while no child of theirs can start, and of theirs alone: another user's
+    children start and end meanwhile (a flood of files in /tmp took one user 44 s to clear)."""
+    import pwd
+    import threading
+    from autograder import sandbox
+    slow, fast = (pwd.struct_passwd((n, "x", uid, uid, "", "/", "/bin/false"))
+                  for n, uid in (("mytorch-nobody-a", 64011), ("mytorch-nobody-b", 64012)))
+    clearing, release, cleared = threading.Event(), threading.Event(), []
+
+    def clear_user(user):
+        if user is slow:
+            clearing.set()
+            release.wait(10)
+        cleared.append(user.pw_name)
+    monkeypatch.setattr(sandbox, "clear_user", clear_user)
+    sandbox._starting(slow)
+    ender = threading.Thread(target=sandbox._ended, args=(slow,))
+    ender.start()
+    assert clearing.wait(5)
+    other = threading.Thread(target=lambda: (sandbox._starting(fast), sandbox._ended(fast)))
+    other.start()
+    other.join(5)
+    assert not other.is_alive() and cleared == ["mytorch-nobody-b"]     # while the slow one still clears
+    again = threading.Thread(target=sandbox._starting, args=(slow,))
+    again.start()
+    again.join(0.2)
+    assert again.is_alive()                                                 # its own next child waits
+    release.set()
+    for t in (ender, again):
+        t.join(5)
+    assert cleared == ["mytorch-nobody-b", "mytorch-nobody-a"] and sandbox._users[slow.pw_uid] == 1
+    sandbox._users[slow.pw_uid] = 0
