@@ -3,7 +3,8 @@
 The child gets: a fresh working directory (its only writable place, with /tmp), no standard input, a
 minimal environment, ``python -I -B`` (no user site, no PYTHON* variables, the script's folder not on
 sys.path), one BLAS thread, and limits on address space, CPU time, the size of any file it writes, the files
-each process holds open and, under ``--run-as``, the number of processes of the sandbox user.
+each process holds open and, under ``--run-as``, the number of processes of the sandbox user; as root, also
+on the memory of all its processes together (``cgroups``).
 
 The grader never opens a path the child could create, replace or point elsewhere. Everything travels over
 pipes the grader made before the child started: the request (configs and inputs) on one, the response on
@@ -30,7 +31,7 @@ import tempfile
 import threading
 import time
 
-from autograder import fairness, frames, ipc, reaper, tree, untrusted
+from autograder import cgroups, fairness, frames, ipc, reaper, tree, untrusted
 
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")
 OUTPUT_LIMIT = 1 << 20          # what a child may print, and the size of any file it writes: 1 MiB
@@ -104,13 +105,14 @@ def _tasks_of(uid):
     return count
 
 
-def _limits(memory_mb, cpu_seconds, user, switch_user=True):
+def _limits(memory_mb, cpu_seconds, user, switch_user=True, group=None):
     # RLIMIT_NPROC caps the tasks of the whole uid, so a fork bomb in one part would stop every other part
     # of the same user from starting: each child may start PROCESS_LIMIT tasks beyond those running now.
     processes = _tasks_of(user.pw_uid) + PROCESS_LIMIT if user is not None else None
     own_ipc = ipc.wanted()
 
     def apply():
+        cgroups.join(group)                               # as root: the part's memory, all its processes
         if own_ipc:                                       # as root, before giving it up
             ipc.fresh_namespace(memory_mb)
         resource.setrlimit(resource.RLIMIT_AS, (memory_mb << 20, memory_mb << 20))
@@ -223,7 +225,7 @@ def _env(work, timeout):
             "MYTORCH_GRADER_DUMP_AFTER": f"{max(timeout - 1.0, 0.75 * timeout):g}"}    # where an endless loop is
 
 
-def _fork(zygote, root, work, fds, memory_mb, timeout, user, out_w, task, bytecode):
+def _fork(zygote, root, work, fds, memory_mb, timeout, user, out_w, task, bytecode, group=None):
     """The child forked by ``zygote`` with the settings ``_start`` gives a spawned one, or None without one.
     ``task``: "part" (the worker) or "compile" (``zygote.compiled``); ``bytecode``: what that gave, if any."""
     if zygote is None:
@@ -232,7 +234,7 @@ def _fork(zygote, root, work, fds, memory_mb, timeout, user, out_w, task, byteco
                 "cpu_seconds": int(timeout) + 1, "file_limit": OUTPUT_LIMIT,
                 "open_files": OPEN_FILES, "pid_namespace": pid_namespace() is not None,
                 "user": None if user is None else [user.pw_uid, user.pw_gid, _tasks_of(user.pw_uid) + PROCESS_LIMIT],
-                "task": task, "ipc_namespace": ipc.wanted()}
+                "task": task, "ipc_namespace": ipc.wanted(), "cgroup": group}
     extra = []
     if bytecode:
         code_r, code_w = os.pipe()
@@ -245,14 +247,14 @@ def _fork(zygote, root, work, fds, memory_mb, timeout, user, out_w, task, byteco
             os.close(fd)
 
 
-def _start(python, root, work, fds, memory_mb, timeout, user, out_w):
+def _start(python, root, work, fds, memory_mb, timeout, user, out_w, group=None):
     env = _env(work, timeout)
     args = [python, "-I", "-B", WORKER, os.path.abspath(root)] + [str(fd) for fd in fds]
     unshare = pid_namespace()
     if unshare is not None:
         who = ["--setgid", str(user.pw_gid), "--setuid", str(user.pw_uid)] if user is not None else []
         args = [unshare, "--pid", "--fork", "--kill-child"] + who + ["--"] + args
-    limits = _limits(memory_mb, int(timeout) + 1, user, switch_user=unshare is None)
+    limits = _limits(memory_mb, int(timeout) + 1, user, switch_user=unshare is None, group=group)
     return reaper.spawn(lambda: subprocess.Popen(
         args, cwd=work, stdin=subprocess.DEVNULL, stdout=out_w, stderr=out_w, env=env, pass_fds=fds,
         start_new_session=True, preexec_fn=limits))
@@ -291,6 +293,7 @@ def _run_child(root, configs, inputs_list, timeout, memory_mb, user, python, zyg
     work = tempfile.mkdtemp(prefix="mytorch-work-")      # 0700: under --run-as, its user's alone
     _work_dirs.add(work)
     fds = []
+    group = cgroups.make(memory_mb)                    # None where memory cgroups cannot be had
     _starting(user)
     try:
         if user is not None:
@@ -300,9 +303,11 @@ def _run_child(root, configs, inputs_list, timeout, memory_mb, user, python, zyg
         out_r, out_w = os.pipe()
         fds = [req_w, resp_r, out_r]
         try:
-            proc = _fork(zygote, root, work, [req_r, resp_w], memory_mb, timeout, user, out_w, task, bytecode)
+            proc = _fork(zygote, root, work, [req_r, resp_w], memory_mb, timeout, user, out_w, task, bytecode,
+                         group)
             if proc is None:
-                proc = _start(python or sys.executable, root, work, [req_r, resp_w], memory_mb, timeout, user, out_w)
+                proc = _start(python or sys.executable, root, work, [req_r, resp_w], memory_mb, timeout, user, out_w,
+                              group)
         except (OSError, subprocess.SubprocessError) as error:
             who = f" as user {user.pw_name}" if user is not None else ""
             return Outcome(failure=f"could not be run: the grader failed to start Python{who} ({error})")
@@ -350,6 +355,7 @@ def _run_child(root, configs, inputs_list, timeout, memory_mb, user, python, zyg
             with contextlib.suppress(OSError):
                 os.close(fd)
         _ended(user)
+        cgroups.remove(group)                          # its processes are gone
         tree.remove(work)
         _work_dirs.discard(work)
 

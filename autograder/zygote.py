@@ -165,6 +165,8 @@ def _child(command, fds):
         os.environ.update(command["env"])
         if "tempfile" in sys.modules:
             sys.modules["tempfile"].tempdir = None        # it follows TMPDIR, the working folder
+        if command.get("cgroup"):                        # as root: the part's memory, all its processes
+            _worker()._load("cgroups").join(command["cgroup"])
         if command.get("ipc_namespace"):                 # as root, before giving it up (see ipc)
             _worker()._load("ipc").fresh_namespace(command["memory_mb"])
         import resource
@@ -255,7 +257,7 @@ def _worker():
         spec = importlib.util.spec_from_file_location("__worker__", WORKER)
         worker = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(worker)
-        for name in ("driver", "frames", "tracing", "ipc"):
+        for name in ("driver", "frames", "tracing", "ipc", "cgroups"):
             worker._load(name)
         _WORKER.append(worker)
     return _WORKER[0]

@@ -158,3 +158,27 @@ def test_fresh_seed_in_a_student_handout_needs_the_instructors_solution(tmp_path
     os.remove(os.path.join(grader, "autograder", "generate.py"))               # as the handout ships it
     proc = run_cli(["1.1", "--fresh-seed", "5", "--submission", make_submission(tmp_path / "sub")], cwd=grader)
     assert proc.returncode != 0 and "--solution DIR" in proc.stderr
+
+
+def test_a_part_is_held_to_its_memory_limit_across_all_its_processes(grader, tmp_path):
+    """Three forked processes each write 400 MiB: each is within the 1 GiB address-space limit, but together
+    they are over the part's 1 GiB. In the part's memory cgroup the kernel ends one of them."""
+    from autograder import cgroups
+    probe = cgroups.make(64)
+    if probe is None:
+        pytest.skip("no memory cgroup can be made here (not root, or none delegated): per-process limits only")
+    cgroups.remove(probe)
+    code = ("import os, signal\nif getattr(os, 'tried', 0):\n    raise ValueError('once is enough')\nos.tried = 1\n"
+            "kids = []\nfor _ in range(3):\n    pid = os.fork()\n    if pid == 0:\n"
+            "        held = b'x' * (400 << 20)\n        import time\n        time.sleep(1)\n        os._exit(0)\n"
+            "    kids.append(pid)\n"
+            "ended = [os.waitpid(k, 0)[1] for k in kids]\n"
+            "killed = sum(os.WIFSIGNALED(s) and os.WTERMSIG(s) == signal.SIGKILL for s in ended)\n"
+            "raise ValueError(f'children killed: {killed} of 3')")
+    sub = make_submission(tmp_path / "sub", hostile(code))
+    results_path = tmp_path / "results.json"
+    proc = run_cli(["2.1", "--submission", sub, "--timeout", "30", "--memory", "1024", "--json", str(results_path)],
+                   cwd=grader)
+    assert proc.returncode == 0 and "Traceback" not in proc.stdout + proc.stderr, proc.stderr
+    output = check_gradescope(load_results(results_path))["2.1"]["output"]
+    assert "children killed: 1 of 3" in output or "children killed: 2 of 3" in output, output

@@ -35,8 +35,8 @@ IPC_LEFT = (
     "for k in range(4):\n    libc.shmget(0, 1 << 20, 0o1600)\nlibc.semget(0, 4, 0o1600)\nlibc.msgget(0, 0o1600)\n"
     "open(f'/dev/shm/mytorch-left-{os.getpid()}', 'wb').write(bytes(1 << 16))\n"
     "raise ValueError('broken')")
-# POSIX shared memory is memory of no process's: 1 MiB files in /dev/shm, up to half again the part's memory
-SHM_FILL = ("written = 0\ntry:\n    while written < 1536:\n"
+# POSIX shared memory is memory of no process's: 256 MiB of 1 MiB files in /dev/shm, then its size
+SHM_FILL = ("written = 0\ntry:\n    while written < 256:\n"
             "        with open(f'/dev/shm/fill-{os.getpid()}-{written}', 'wb') as f:\n"
             "            f.write(bytes(1 << 20))\n        written += 1\nexcept OSError:\n    pass\n"
             "room = os.statvfs('/dev/shm')\n"
@@ -165,11 +165,13 @@ def test_attack_as_the_sandbox_user(campaign, name):
 
 
 def test_a_part_fills_only_a_dev_shm_of_its_own_bounded_to_its_memory(campaign):
-    """Its own tmpfs: 1024 MiB (the part's memory limit) and not the machine's; full, the writes fail."""
+    """Its own tmpfs, bounded to the part's memory limit (1024 MiB), not the machine's. (Past it the writes
+    fail; as root the part's memory cgroup counts these pages too, and ends the part first: see
+    test_hostile.)"""
     if not ipc_probe_mount_namespace():
         pytest.skip("this kernel lets no process here make a mount namespace: /dev/shm is cleared after the part")
     output = check_gradescope(kit.verdicts(campaign["runs"]["/dev/shm filled"]))["2.1"]["output"]
-    assert "shm filled: 1023 MiB of 1024 MiB" in output or "shm filled: 1024 MiB of 1024 MiB" in output, output
+    assert "shm filled: 256 MiB of 1024 MiB" in output, output
 
 
 def ipc_probe_mount_namespace():
