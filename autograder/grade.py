@@ -144,8 +144,8 @@ def grade(root, parts=None, timeout=20.0, memory_mb=1024, verbose=False, fresh_s
                                             python, worker, bytecode)
                     alone += time.monotonic() - start
                 results[k].alone = True
-                if progress is not None:
-                    progress(results[k])
+            if result.starved and progress is not None:           # held back above: its grade is final now
+                progress(results[k])
     finally:
         if worker is not None:
             worker.close()

@@ -176,8 +176,10 @@ def test_a_submission_is_graded_again_alone_for_one_part_limit_at_most(tmp_path,
     monkeypatch.setattr(fairness, "starved", lambda pid, seconds: True)
     sub = make_submission(tmp_path / "sub", [("nn/gru_cell.py", FORWARD, FORWARD + ENDLESS)])
     parts = [spec.PARTS_BY_NUMBER["2.1"], spec.PARTS_BY_NUMBER["2.2"]]
-    results = grade.grade(sub, parts, timeout=1.0, jobs=2)
+    shown = []
+    results = grade.grade(sub, parts, timeout=1.0, jobs=2, progress=shown.append)
     assert [r.status for r in results] == ["error", "error"]
+    assert sorted(r.part.number for r in shown) == ["2.1", "2.2"]      # each part's final grade is shown once
     assert all("did not finish within 1 s" in r.output for r in results)
     assert [r.alone for r in results] == [True, False]      # the first spent the limit: the second stands
 
