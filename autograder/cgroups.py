@@ -13,6 +13,7 @@ MYTORCH_GRADER_CGROUP=0, each process keeps only its own limits.
 import contextlib
 import os
 import secrets
+import time
 
 PREFIX = "mytorch-part-"
 
@@ -46,6 +47,7 @@ def _own_memory_group():
 
 
 def wanted():
+    """As root, unless MYTORCH_GRADER_CGROUP=0."""
     return os.geteuid() == 0 and os.environ.get("MYTORCH_GRADER_CGROUP", "1") != "0"
 
 
@@ -104,5 +106,4 @@ def remove(folder):
         except FileNotFoundError:
             return
         except OSError:
-            import time
             time.sleep(0.01)
