@@ -168,13 +168,13 @@ def test_a_part_fills_only_a_dev_shm_of_its_own_bounded_to_its_memory(campaign):
     """Its own tmpfs, bounded to the part's memory limit (1024 MiB), not the machine's. (Past it the writes
     fail; as root the part's memory cgroup counts these pages too, and ends the part first: see
     test_hostile.)"""
-    if not ipc_probe_mount_namespace():
+    if not _can_make_mount_namespace():
         pytest.skip("this kernel lets no process here make a mount namespace: /dev/shm is cleared after the part")
     output = check_gradescope(kit.verdicts(campaign["runs"]["/dev/shm filled"]))["2.1"]["output"]
     assert "shm filled: 256 MiB of 1024 MiB" in output, output
 
 
-def ipc_probe_mount_namespace():
+def _can_make_mount_namespace():
     """Whether a child of this process can make a mount namespace with a private tmpfs (as the grader's do)."""
     pid = os.fork()
     if pid == 0:
