@@ -13,6 +13,7 @@ import errno
 import grp
 import os
 import stat
+import subprocess
 
 from autograder import tree
 
@@ -20,6 +21,8 @@ COPY_BYTES = 64 << 20            # one submission's mytorch package
 COPY_FILES = 5000
 COPY_DEPTH = 16                  # levels of folders inside it
 WALK_ENTRIES = 500000            # entries looked at in the trees whose writers are checked (a Python's site)
+FIND = next((p for p in ("/usr/bin/find", "/bin/find") if os.access(p, os.X_OK)), None)
+FIND_SECONDS = 120               # a tree find(1) cannot list in this time is walked in Python (bounded)
 
 
 class CopyError(Exception):
@@ -97,12 +100,21 @@ def writable_by(paths, user):
 def writable_by_each(paths, users):
     """``writable_by`` for each of ``users`` (a list per user, in order), in one walk of ``paths``."""
     who = [(user, groups_of(user), []) for user in users]
+    uids = sorted({user.pw_uid for user in users})
+    gids = set().union(*(groups for _, groups, _ in who))
+
+    def anyone(info):
+        """Whether any of the users might change it: a cheap test first, since a Python's tree is ~100,000
+        entries and almost all are someone else's, writable by their owner alone."""
+        return (info.st_uid in uids or info.st_mode & stat.S_IWOTH
+                or (info.st_mode & stat.S_IWGRP and info.st_gid in gids))
 
     def check(info, path, sticky_ok=False):
         for user, groups, found in who:
             if can_write(info, user, groups) and not (sticky_ok and info.st_mode & stat.S_ISVTX):
                 found.append(path)
 
+    folders = []
     for top in paths:
         parent = os.path.dirname(os.path.abspath(top))
         while True:                                       # a writable folder above lets it swap the whole tree
@@ -111,19 +123,47 @@ def writable_by_each(paths, users):
                 break
             parent = os.path.dirname(parent)
         info = os.lstat(top)
-        if not stat.S_ISDIR(info.st_mode):
+        if stat.S_ISDIR(info.st_mode):
+            folders.append(top)
+        else:
             check(os.stat(top) if stat.S_ISLNK(info.st_mode) else info, top)
-            continue
-        for rel, folder, dirs, files in tree.walk(top, 64, WALK_ENTRIES, everything=True):
-            for name in ["."] + files:
-                info = os.stat(name, dir_fd=folder, follow_symlinks=False)
-                if stat.S_ISLNK(info.st_mode):            # what it points to is what Python would read
-                    try:
-                        info = os.stat(name, dir_fd=folder)
-                    except OSError:
-                        continue
-                check(info, os.path.normpath(os.path.join(top, rel, name)))
+    candidates = _found_by_find(folders, uids) if folders else []
+    for path in (p for top in folders for p in _walked(top)) if candidates is None else candidates:
+        info = os.lstat(path)
+        if stat.S_ISLNK(info.st_mode):                    # what it points to is what Python would read
+            try:
+                info = os.stat(path)
+            except OSError:
+                continue
+        if anyone(info):
+            check(info, path)
     return [found for _, _, found in who]
+
+
+def _walked(top):
+    """Every path in the folder ``top`` (itself included, no link followed), bounded (``tree.walk``)."""
+    for rel, folder, dirs, files in tree.walk(top, 64, WALK_ENTRIES, everything=True):
+        for name in ["."] + files:
+            yield os.path.normpath(os.path.join(top, rel, name))
+
+
+def _found_by_find(folders, uids):
+    """The paths in ``folders`` that a user of ``uids`` might change (owned by one, group- or
+    world-writable) and every link, as GNU find(1) lists them: a superset of what ``writable_by_each`` must
+    look at, found in half a Python walk's time (0.26 s against 0.5 s for a Python of 95,000 files). None if
+    find is missing, fails (a file removed while it looked) or takes too long: the walk in Python does it
+    all then."""
+    if FIND is None:
+        return None
+    test = ["(", "-type", "l", "-o", "-perm", "/022", *[a for uid in uids for a in ("-o", "-uid", str(uid))], ")"]
+    try:
+        done = subprocess.run([FIND, "-P", *folders, *test, "-print0"], stdin=subprocess.DEVNULL,
+                              capture_output=True, timeout=FIND_SECONDS, cwd="/", env={"LC_ALL": "C"})
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if done.returncode != 0:
+        return None
+    return [os.fsdecode(path) for path in done.stdout.split(b"\0") if path]
 
 
 def grader_inside(folder):

@@ -170,11 +170,21 @@ def test_reference_files_swapped_for_a_fifo_or_a_link_do_not_hang_the_next_run(t
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="giving files to other users needs root")
-def test_one_walk_tells_each_user_what_it_could_change(tmp_path):
+@pytest.mark.parametrize("lister", ["find", "python", "failing find"])
+def test_one_walk_tells_each_user_what_it_could_change(tmp_path, monkeypatch, lister):
     """Two users who own nothing and share no group: a file one of them owns, a folder group-writable for
     the other's group, a world-writable file and a sticky world-writable folder inside (where anyone may add
-    a module), each found for exactly the users who could change it."""
+    a module), a link to a file one of them owns outside the tree, each found for exactly the users who
+    could change it; a dangling link, a FIFO and a root-owned file for neither. The same with find(1) listing
+    the tree and with the walk in Python that stands in where find is missing or fails."""
     import pwd
+    if lister != "find":
+        monkeypatch.setattr(isolation, "FIND", None if lister == "python" else shutil.which("false"))
+    elif isolation.FIND is None:
+        pytest.skip("no find(1) here")
+    calls = []
+    real_walked = isolation._walked
+    monkeypatch.setattr(isolation, "_walked", lambda top: calls.append(top) or real_walked(top))
     a, b = (pwd.struct_passwd((name, "x", uid, uid, "", "/", "/bin/false"))
             for name, uid in (("mytorch-nobody-a", 64001), ("mytorch-nobody-b", 64002)))
     top = tmp_path / "site"
@@ -188,11 +198,18 @@ def test_one_walk_tells_each_user_what_it_could_change(tmp_path):
     os.chmod(top / "pkg", 0o775)
     os.chmod(top / "shared", 0o1777)
     (top / "shared" / "inside.py").write_text("")
+    outside = tmp_path / "theirs.py"
+    outside.write_text("")
+    os.chown(outside, a.pw_uid, 0)
+    os.symlink(outside, top / "pkg" / "linked.py")
+    os.symlink(tmp_path / "nothing", top / "pkg" / "dangling.py")
+    os.mkfifo(top / "pkg" / "fifo")
     found = isolation.writable_by_each([str(top)], [a, b])
     assert sorted(found[0]) == sorted([str(top / "pkg" / "mine.py"), str(top / "pkg" / "open.py"),
-                                       str(top / "shared")])
+                                       str(top / "pkg" / "linked.py"), str(top / "shared")])
     assert sorted(found[1]) == sorted([str(top / "pkg"), str(top / "pkg" / "open.py"), str(top / "shared")])
-    assert isolation.writable_by([str(top)], b) == found[1]
+    assert sorted(isolation.writable_by([str(top)], b)) == sorted(found[1])
+    assert bool(calls) == (lister != "find")              # find listed it, or the walk did, never both
 
 
 def test_clearing_what_one_user_left_never_holds_back_another_users_children(monkeypatch):
