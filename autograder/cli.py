@@ -5,6 +5,7 @@
                          [--run-as USER] [--python PATH]
 """
 import argparse
+import concurrent.futures
 import errno
 import os
 import pwd
@@ -110,15 +111,31 @@ def resolve_user(parser, name):
     return user
 
 
-def resolve_python(parser, path, users=()):
+def resolve_python(parser, path, users=(), later=False):
     """The child's Python (None: this one), checked to run and import numpy as each of ``users`` (pwd
     entries), and refused if one of them could change what it or the grader's own Python runs
-    (``interpreter``)."""
+    (``interpreter``). ``later``: return ``(python, finish)`` while the checks are still under way (they take
+    a few tenths of a second, which the grade spends starting its zygote and loading references meanwhile);
+    ``finish()`` waits for them, a usage error if one fails, and must return before anything runs as a
+    sandbox user (``grade.grade(ready=)``). Only a ``--python``'s own files are checked before this returns:
+    the grade starts that Python as root at once."""
     if path is not None and not (os.path.isfile(path) and os.access(path, os.X_OK)):
         parser.error(f"--python: {path} is not an executable file")
     python = os.path.abspath(path) if path is not None else None
     if not users:
-        return python
+        return (python, lambda: None) if later else python
+    if later and python is not None:
+        _refuse_exposed(parser, interpreter.exposed([python], list(users)))
+    checking = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+    checked = checking.submit(_check_python, parser, python, list(users))
+    checking.shutdown(wait=False)
+    if later:
+        return python, checked.result
+    checked.result()
+    return python
+
+
+def _check_python(parser, python, users):
     probes = {}
     for user in users:                                    # they run while the Pythons' files are checked
         try:
@@ -127,7 +144,7 @@ def resolve_python(parser, path, users=()):
                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=interpreter.as_user(user))
         except (OSError, subprocess.SubprocessError) as error:
             probes[user.pw_name] = [str(error)]
-    exposed = interpreter.exposed(sorted({python or sys.executable, sys.executable}), list(users))
+    exposed = interpreter.exposed(sorted({python or sys.executable, sys.executable}), users)
     for user in users:
         probe = problem = probes[user.pw_name]
         if not isinstance(probe, list):
@@ -142,11 +159,14 @@ def resolve_python(parser, path, users=()):
             parser.error(f"user {user.pw_name} cannot run {python or sys.executable} with numpy "
                          f"({untrusted.text(' '.join(problem), 300)}): give --python PATH, e.g. a venv made from "
                          "the system Python with numpy installed")
+    _refuse_exposed(parser, exposed)
+
+
+def _refuse_exposed(parser, exposed):
     for user, path in exposed:
         parser.error(f"user {user.pw_name} could change {path}, which a Python of this run (--python or the "
                      "grader's) runs: student code could plant code there; make it writable by root alone, "
                      "or give --python a venv owned by root")
-    return python
 
 
 def refuse_writable(parser, users, paths, what):
@@ -220,7 +240,7 @@ def main_grade(argv, worker=None):
         parser.error(str(error))
     root = os.path.abspath(args.submission or default_submission())
     user = resolve_user(parser, args.run_as)
-    python = resolve_python(parser, args.python, [user] if user else [])
+    python, python_checked = resolve_python(parser, args.python, [user] if user else [], later=True)
     fresh_seed = resolve_fresh_seed(args.fresh_seed)
     solution = resolve_solution(args, fresh_seed)
     refuse_writable(parser, [user] if user else [], [os.path.join(solution, "mytorch")] if solution else [],
@@ -249,7 +269,7 @@ def main_grade(argv, worker=None):
                           "--submission DIR.")
         results = grade.grade(root, parts, timeout=args.timeout, memory_mb=args.memory, verbose=args.verbose,
                               fresh_seed=fresh_seed, solution=solution, jobs=args.jobs, user=user, python=python,
-                              progress=progress, worker=worker)
+                              progress=progress, worker=worker, ready=python_checked)
         progress.finish()
         if fresh_seed is not None:
             console.print(f"Graded on fresh cases from seed {fresh_seed}.")

@@ -99,7 +99,8 @@ def references(parts, fresh_seed=None, solution=None, timeout=20.0, memory_mb=10
 
 
 def grade(root, parts=None, timeout=20.0, memory_mb=1024, verbose=False, fresh_seed=None, solution=None,
-          jobs=None, user=None, python=None, loaded=None, progress=None, worker=None, template=None, gate=None):
+          jobs=None, user=None, python=None, loaded=None, progress=None, worker=None, template=None, gate=None,
+          ready=None):
     """Grade the ``mytorch`` in ``root`` on ``parts`` (default: the course's). Returns a list of ``PartResult``.
 
     Every reference is loaded and verified (or computed by the solution) before any student code runs, so
@@ -112,7 +113,9 @@ def grade(root, parts=None, timeout=20.0, memory_mb=1024, verbose=False, fresh_s
     forked from ``template`` (a ``zygote.Template`` of ``python``: batch keeps one for all its submissions) if
     one is given. A part that ran out of time starved of CPU is graded again once the others are done, one
     at a time, alone through ``gate`` (a ``fairness.Gate``: batch shares one between its submissions), for
-    at most ``fairness.ALONE_LIMITS`` part limits in all.
+    at most ``fairness.ALONE_LIMITS`` part limits in all. ``ready``: called (in another thread, while the
+    references load) before anything runs as ``user``; what it raises ends the grade (``cli``'s checks of the
+    Pythons, still under way when the grade starts).
     """
     parts = list(parts or course.load_course().parts())
     jobs = jobs or os.cpu_count() or 1
@@ -121,8 +124,12 @@ def grade(root, parts=None, timeout=20.0, memory_mb=1024, verbose=False, fresh_s
         worker = zygote.Zygote(python, template=template)           # imports NumPy while the references load
     try:
         with gate.shared():
+            def compile_when_ready():
+                if ready is not None:
+                    ready()
+                return sandbox.compiled(root, timeout, memory_mb, user, worker)
             with concurrent.futures.ThreadPoolExecutor(max_workers=1) as aside:    # compiled (never run) meanwhile
-                compiling = aside.submit(sandbox.compiled, root, timeout, memory_mb, user, worker)
+                compiling = aside.submit(compile_when_ready)
                 if loaded is None:
                     loaded = references(parts, fresh_seed, solution, timeout, memory_mb, jobs, python)
                 bytecode = compiling.result()                                       # compiled once, not per part

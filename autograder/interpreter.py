@@ -12,6 +12,7 @@ what the files on disk imply (the executable and the folder it is in, a venv's `
 ``home`` it names, ``lib/pythonX.Y`` under each) and what the interpreter itself reports (its prefixes and
 ``sys.path``), asked as the sandbox user, never as root.
 """
+import concurrent.futures
 import glob
 import json
 import os
@@ -73,18 +74,32 @@ def disk_paths(python):
 
 
 def exposed(pythons, users):
-    """``(user, path)`` for the first thing each user could change among what ``pythons`` run, else []: one
-    walk of the places any user's probe or the files on disk name, checked for every user."""
-    places = set()
-    for python in pythons:
-        places |= disk_paths(python)
-        for user in users:
-            places |= set(reported_paths(python, user))
-    places = sorted({os.path.normpath(p) for p in places})
-    # a folder inside another is walked with it
-    tops = [p for p in places if not any(p != q and p.startswith(q.rstrip(os.sep) + os.sep) for q in places)]
-    try:
-        found = isolation.writable_by_each(tops, users)
-    except (OSError, tree.TreeError) as error:
-        found = [[f"{tops} (could not be checked: {error})"] for _ in users]
+    """``(user, path)`` for the first thing each user could change among what ``pythons`` run, else []: the
+    places the files on disk name are walked while each user's probe runs, then whatever a probe names
+    beyond them, each place checked for every user."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(pythons) * len(users))) as pool:
+        probes = [pool.submit(reported_paths, python, user) for python in pythons for user in users]
+        on_disk = _tops(set().union(*(disk_paths(python) for python in pythons)))
+        found = _writable(on_disk, users)
+        reported = _tops(set().union(*(probe.result() for probe in probes)))
+    beyond = [p for p in reported if not any(_within(p, q) for q in on_disk)]
+    if beyond:
+        found = [a + b for a, b in zip(found, _writable(beyond, users))]
     return [(user, each[0]) for user, each in zip(users, found) if each]
+
+
+def _within(path, folder):
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _tops(places):
+    """``places`` without those inside another of them (walked with it)."""
+    places = sorted({os.path.normpath(p) for p in places})
+    return [p for p in places if not any(p != q and _within(p, q) for q in places)]
+
+
+def _writable(tops, users):
+    try:
+        return isolation.writable_by_each(tops, users)
+    except (OSError, tree.TreeError) as error:
+        return [[f"{tops} (could not be checked: {error})"] for _ in users]

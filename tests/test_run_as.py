@@ -11,6 +11,7 @@ import secrets
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tempfile
 
 import pytest
@@ -476,6 +477,36 @@ def test_a_python_the_sandbox_user_could_change_is_refused(sandbox_user):
     make_submission(os.path.join(subs, "alice"))
     proc = _batch(subs, user.pw_name, python, tempfile.gettempdir())
     assert proc.returncode == 0 and _scores(subs)["alice"] == 100      # the same Python, once it is root's alone
+
+
+def test_the_graders_own_python_the_sandbox_user_could_change_is_refused_before_student_code_runs(sandbox_user):
+    """The grader's own Python is checked while the grade starts (its zygote, its references), but the grade
+    stops with the usage error before anything runs as the sandbox user: the student's code never starts."""
+    make_user, python, home = sandbox_user
+    user = make_user()
+    folder = _world_readable_dir(os.path.join(home, "own-"))
+    ran = os.path.join(folder, "ran.txt")                 # root's, so not cleared with what the user left
+    with open(ran, "w"):
+        os.chmod(ran, 0o666)
+    sub = make_submission(os.path.join(folder, "alice"),
+                          [("__init__.py", '"""mytorch:', f'open({ran!r}, "a").write("ran")\n"""mytorch:')])
+    command = [sys.executable, "-m", "autograder", "1.1", "--run-as", user.pw_name, "--python", python,
+               "--submission", sub]
+    planted = os.path.join(sysconfig.get_paths()["purelib"], f"planted-{user.pw_name}.pth")
+    with open(planted, "w") as f:
+        f.write("\n")
+    os.chown(planted, user.pw_uid, user.pw_gid)
+    try:
+        proc = subprocess.run(command, cwd=REPO, env=dict(os.environ, PYTHONPATH=""), capture_output=True,
+                              text=True, timeout=300)
+    finally:
+        os.remove(planted)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"user {user.pw_name} could change {planted}" in proc.stderr
+    assert os.path.getsize(ran) == 0
+    proc = subprocess.run(command, cwd=REPO, env=dict(os.environ, PYTHONPATH=""), capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0 and os.path.getsize(ran) > 0, proc.stdout + proc.stderr    # it runs once it may
 
 
 def test_a_solution_the_sandbox_user_could_change_is_refused(sandbox_user, tmp_path):
