@@ -65,6 +65,14 @@ def notebook_cache(tmp_path_factory):
 SHARED_FIXTURES = {"campaign", "built", "site", "crawl", "graded_class"}
 
 
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto``: one worker more than the cores this process may use. Many tests wait (for a part to time
+    out, a browser, a grace period after an attack), which would leave a core idle with one worker per core:
+    on two cores, a third worker took the whole run from 5 min 56 s to 4 min 44 s (CPU busy 90% instead of
+    77%); a fourth gained nothing more."""
+    return len(os.sched_getaffinity(0)) + 1
+
+
 @pytest.hookimpl(tryfirst=True)                   # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist (``--dist loadgroup``), the tests of a module that share one of SHARED_FIXTURES run in
