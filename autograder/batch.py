@@ -211,7 +211,7 @@ def main(argv):
         parser.error(f"--out {report_dir}: not a folder the grader can write ({error.strerror or error})")
     fresh_seed = batch_seed(args, folder_out)
     solution = cli.resolve_solution(args, fresh_seed)
-    jobs = args.jobs or os.cpu_count() or 1
+    jobs = args.jobs or grade.default_jobs()
     users, python = sandbox_users(parser, args.run_as, jobs, args.python, solution)
     if users is None:
         print(no_isolation_warning(), file=sys.stderr)

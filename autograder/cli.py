@@ -37,7 +37,8 @@ def add_common(parser):
                              "references computed by the solution (--solution)")
     parser.add_argument("--solution", default=None, metavar="DIR",
                         help="folder holding the instructor's solution mytorch (default: this checkout)")
-    parser.add_argument("--jobs", type=int, default=None, metavar="N", help="parallel child processes")
+    parser.add_argument("--jobs", type=int, default=None, metavar="N",
+                        help="parallel child processes (default: one more than the cores)")
     parser.add_argument("--run-as", default=None, metavar="USER",
                         help="run student code as this unprivileged user (needs root); batch also takes "
                              "USER1,USER2,... or 'PREFIX*' (users it makes and deletes): one per submission")

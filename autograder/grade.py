@@ -93,9 +93,17 @@ def references(parts, fresh_seed=None, solution=None, timeout=20.0, memory_mb=10
     # with a fresh seed, the solution's children fork from a zygote of the references' own (none of a submission)
     with zygote.running(1 if fresh_seed is not None else 0, python) as workers:
         worker = workers[0] if workers else None
-        with concurrent.futures.ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 1) as pool:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=jobs or default_jobs()) as pool:
             return list(pool.map(lambda p: reference(p, fresh_seed, solution, timeout, memory_mb, manifest, python,
                                                      worker), parts))
+
+
+def default_jobs():
+    """Parts graded at once when ``--jobs`` is not given: one more than the cores. A part's child spends part
+    of its short life asleep (forked, joining its memory cgroup, its namespaces torn down as it exits), so one
+    child more keeps the cores busy: the 31 parts of the solution took 0.86 s against 1.03 s with one per core
+    (2 cores, as root; 0.85 s against 1.01 s as another user)."""
+    return len(os.sched_getaffinity(0)) + 1
 
 
 def grade(root, parts=None, timeout=20.0, memory_mb=1024, verbose=False, fresh_seed=None, solution=None,
@@ -118,7 +126,7 @@ def grade(root, parts=None, timeout=20.0, memory_mb=1024, verbose=False, fresh_s
     Pythons, still under way when the grade starts).
     """
     parts = list(parts or course.load_course().parts())
-    jobs = jobs or os.cpu_count() or 1
+    jobs = jobs or default_jobs()
     gate = gate or fairness.Gate()
     if worker is None and zygote.enabled():
         worker = zygote.Zygote(python, template=template)           # imports NumPy while the references load
