@@ -140,9 +140,9 @@ def _check_python(parser, python, users):
     probes = {}
     for user in users:                                    # they run while the Pythons' files are checked
         try:
-            probes[user.pw_name] = subprocess.Popen(
+            probes[user.pw_name] = reaper.spawn(lambda: subprocess.Popen(     # ours: a part's end spares it
                 [python or sys.executable, "-I", "-c", "import numpy"], cwd="/", stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=interpreter.as_user(user))
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=interpreter.as_user(user)))
         except (OSError, subprocess.SubprocessError) as error:
             probes[user.pw_name] = [str(error)]
     exposed = interpreter.exposed(sorted({python or sys.executable, sys.executable}), users)
@@ -156,6 +156,8 @@ def _check_python(parser, python, users):
                 probe.kill()
                 probe.wait()
                 problem = ["it did not import numpy within 60 s"]
+            finally:
+                reaper.reaped(probe)
         if problem is not None:
             parser.error(f"user {user.pw_name} cannot run {python or sys.executable} with numpy "
                          f"({untrusted.text(' '.join(problem), 300)}): give --python PATH, e.g. a venv made from "

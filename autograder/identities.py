@@ -20,7 +20,7 @@ import secrets
 import shutil
 import subprocess
 
-from autograder import sandbox
+from autograder import reaper, sandbox
 
 NAME = re.compile(r"[a-z_][a-z0-9_-]{0,20}\Z")          # a prefix useradd accepts, leaving room for the suffix
 
@@ -63,8 +63,8 @@ class Pool:
         for user in self.users:
             sandbox.clear_user(user)
         for user in self.made:
-            subprocess.run(["userdel", user.pw_name], stdin=subprocess.DEVNULL, capture_output=True)
-            subprocess.run(["groupdel", user.pw_name], stdin=subprocess.DEVNULL, capture_output=True)
+            reaper.run(["userdel", user.pw_name], stdin=subprocess.DEVNULL, capture_output=True)
+            reaper.run(["groupdel", user.pw_name], stdin=subprocess.DEVNULL, capture_output=True)
         self.made = []
 
 
@@ -81,7 +81,7 @@ def pool(value, jobs):
         try:
             for _ in range(max(1, jobs)):
                 name = prefix + secrets.token_hex(4)
-                added = subprocess.run(["useradd", "--system", "--user-group", "--no-create-home", "--shell",
+                added = reaper.run(["useradd", "--system", "--user-group", "--no-create-home", "--shell",
                                         "/usr/sbin/nologin", name], stdin=subprocess.DEVNULL, capture_output=True,
                                        text=True)
                 if added.returncode != 0:

@@ -18,7 +18,7 @@ import json
 import os
 import subprocess
 
-from autograder import isolation, tree
+from autograder import isolation, reaper, tree
 
 REPORT = ("import json, sys; print(json.dumps([sys.prefix, sys.exec_prefix, sys.base_prefix, "
           "sys.base_exec_prefix] + [p for p in sys.path if p]))")
@@ -37,7 +37,7 @@ def reported_paths(python, user):
     """``lib/pythonX.Y`` under the prefixes ``python`` reports when run as ``user``, and its ``sys.path``
     (untrusted: only absolute paths of existing folders are kept)."""
     try:
-        probe = subprocess.run([python, "-I", "-c", REPORT], cwd="/", stdin=subprocess.DEVNULL, capture_output=True,
+        probe = reaper.run([python, "-I", "-c", REPORT], cwd="/", stdin=subprocess.DEVNULL, capture_output=True,
                                preexec_fn=as_user(user), timeout=60)
         paths = json.loads(probe.stdout.decode("utf-8", "replace")[-(1 << 16):] or "[]")
     except (OSError, subprocess.SubprocessError, ValueError):

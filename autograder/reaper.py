@@ -7,13 +7,14 @@ re-parented to the grader (a process whose parent is the grader but that the gra
 and reaps them, until none is left. Under ``--run-as``, ``kill_user`` also kills every process of the sandbox
 user (it may have reached a system service), once no part runs as that user any more.
 
-The grader must start every process it runs through ``spawn`` (so it is told apart from an orphan), and the
-program embedding it should start no other processes while grading.
+The grader must start every process it runs through ``spawn`` or ``run`` (so it is told apart from an
+orphan), and the program embedding it should start no other processes while grading.
 """
 import contextlib
 import ctypes
 import os
 import signal
+import subprocess
 import threading
 import time
 
@@ -44,6 +45,30 @@ def spawn(start):
         proc = start()
         _ours.add(proc.pid)
     return proc
+
+
+def run(args, timeout=None, **options):
+    """``subprocess.run(args, timeout=timeout, **options)`` for a helper of the grader's own (a probe, find,
+    useradd), started through ``spawn``: a part ending meanwhile does not take it for an orphan and kill it.
+    On timeout it is killed and ``subprocess.TimeoutExpired`` raised, as ``subprocess.run`` does."""
+    if options.pop("capture_output", False):
+        options.update(stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = spawn(lambda: subprocess.Popen(args, **options))
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except BaseException:
+        proc.kill()
+        proc.communicate()
+        raise
+    finally:
+        reaped(proc)
+    return subprocess.CompletedProcess(args, proc.returncode, out, err)
+
+
+def reaped(proc):
+    """``proc`` (from ``spawn``) was waited for by its caller: its pid is no longer ours."""
+    with _lock:
+        _ours.discard(proc.pid)
 
 
 def _table():

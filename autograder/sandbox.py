@@ -142,7 +142,7 @@ def pid_namespace():
         path = shutil.which("unshare") if wanted else None
         if path is not None:
             try:
-                probe = subprocess.run([path, "--pid", "--fork", "--kill-child", "true"], capture_output=True,
+                probe = reaper.run([path, "--pid", "--fork", "--kill-child", "true"], capture_output=True,
                                        timeout=10)
                 path = path if probe.returncode == 0 else None
             except (OSError, subprocess.SubprocessError):

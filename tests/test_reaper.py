@@ -1,0 +1,82 @@
+"""The reaper tells the grader's own helper processes apart from orphans a part left behind.
+
+When a part ends, every child of the grader that the grader did not start itself is taken for an orphan that
+escaped its part, and killed. So every process the grader starts (a probe of a Python as the sandbox user,
+find, unshare, useradd) must be started through ``reaper.spawn`` or ``reaper.run``: one started otherwise is
+killed by any part that ends while it runs (under ``--fresh-seed --run-as`` the solution's parts end while the
+Pythons are being checked, and the check failed with "cannot run ... with numpy" one time in four)."""
+import ast
+import os
+import pathlib
+import subprocess
+import threading
+import time
+
+from autograder import reaper
+
+PACKAGE = pathlib.Path(reaper.__file__).parent
+STARTS = {("subprocess", name) for name in ("run", "Popen", "call", "check_call", "check_output",
+                                              "getoutput", "getstatusoutput")} | {("os", name) for name in (
+    "system", "popen", "spawnv", "spawnve", "spawnvp", "spawnl", "posix_spawn", "posix_spawnp")}
+
+
+def _children():
+    return {pid for pid, (parent, state) in reaper._table().items() if parent == os.getpid() and state != "Z"}
+
+
+def _until(condition, seconds=10.0):
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def test_a_helper_started_through_the_reaper_outlives_a_part_ending_while_an_orphan_does_not():
+    assert reaper.become_subreaper()
+    before = _children()
+    stray = subprocess.Popen(["sleep", "30"])             # what an escaped grandchild looks like to the grader
+    done = {}
+    helper = threading.Thread(target=lambda: done.setdefault("run", reaper.run(["sleep", "1"], capture_output=True)))
+    helper.start()
+    assert _until(lambda: len(_children() - before) == 2)
+    reaper.end_orphans()                                  # what every part's end does (it reaps the stray)
+    assert stray.pid not in _children() and stray.poll() is not None
+    assert helper.is_alive()
+    helper.join(timeout=30)
+    assert done["run"].returncode == 0
+
+
+def test_run_kills_a_helper_past_its_timeout_and_forgets_it():
+    try:
+        reaper.run(["sleep", "30"], timeout=0.2)
+    except subprocess.TimeoutExpired:
+        pass
+    else:
+        raise AssertionError("no TimeoutExpired")
+    assert not reaper._ours
+
+
+def _started_outside_the_reaper(tree):
+    """Calls that start a process, except as ``spawn(lambda: subprocess.Popen(...))`` and inside reaper.run."""
+    inside_spawn = set()
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) == "spawn"
+                and node.args and isinstance(node.args[0], ast.Lambda)):
+            inside_spawn.update(id(n) for n in ast.walk(node.args[0]))
+    return [node.lineno for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name) and (node.func.value.id, node.func.attr) in STARTS
+            and id(node) not in inside_spawn]
+
+
+def test_every_process_the_grader_starts_goes_through_the_reaper():
+    found = {}
+    for path in sorted(PACKAGE.glob("*.py")):
+        lines = _started_outside_the_reaper(ast.parse(path.read_text(), str(path)))
+        if lines:
+            found[path.name] = lines
+    assert found == {}, f"processes started outside reaper.spawn/run (file: lines): {found}"
+    sample = ast.parse("import subprocess\nsubprocess.run(['true'])\nspawn(lambda: subprocess.Popen(['true']))\n")
+    assert _started_outside_the_reaper(sample) == [2]     # the check itself sees one
