@@ -38,4 +38,7 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    import os
+    for threads in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(threads, "1")   # set before NumPy loads: its arrays here are small, a BLAS thread
+    sys.exit(main())                          # pool only costs CPU (0.1 s of it to start) that the parts need

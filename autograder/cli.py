@@ -112,14 +112,16 @@ def resolve_user(parser, name):
     return user
 
 
-def resolve_python(parser, path, users=(), later=False):
+def resolve_python(parser, path, users=(), later=False, whole_grader=True):
     """The child's Python (None: this one), checked to run and import numpy as each of ``users`` (pwd
     entries), and refused if one of them could change what it or the grader's own Python runs
     (``interpreter``). ``later``: return ``(python, finish)`` while the checks are still under way (they take
     a few tenths of a second, which the grade spends starting its zygote and loading references meanwhile);
     ``finish()`` waits for them, a usage error if one fails, and must return before anything runs as a
     sandbox user (``grade.grade(ready=)``). Only a ``--python``'s own files are checked before this returns:
-    the grade starts that Python as root at once."""
+    the grade starts that Python as root at once. ``whole_grader``: the grader's own Python is checked whole
+    (batch, which imports matplotlib as root later); else, when student code runs another Python, only what
+    this process has loaded (``interpreter.own_exposed``: a single grade imports nothing more of it)."""
     if path is not None and not (os.path.isfile(path) and os.access(path, os.X_OK)):
         parser.error(f"--python: {path} is not an executable file")
     python = os.path.abspath(path) if path is not None else None
@@ -128,7 +130,8 @@ def resolve_python(parser, path, users=(), later=False):
     if later and python is not None:
         _refuse_exposed(parser, interpreter.exposed([python], list(users)))
     checking = concurrent.futures.ThreadPoolExecutor(max_workers=1)
-    checked = checking.submit(_check_python, parser, python, list(users))
+    checked = checking.submit(_check_python, parser, python, list(users), whole_grader,
+                              later and python is not None)
     checking.shutdown(wait=False)
     if later:
         return python, checked.result
@@ -136,16 +139,21 @@ def resolve_python(parser, path, users=(), later=False):
     return python
 
 
-def _check_python(parser, python, users):
+def _check_python(parser, python, users, whole_grader, python_checked):
     probes = {}
     for user in users:                                    # they run while the Pythons' files are checked
         try:
             probes[user.pw_name] = reaper.spawn(lambda: subprocess.Popen(     # ours: a part's end spares it
                 [python or sys.executable, "-I", "-c", "import numpy"], cwd="/", stdin=subprocess.DEVNULL,
+                env=dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1"),
                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=interpreter.as_user(user)))
         except (OSError, subprocess.SubprocessError) as error:
             probes[user.pw_name] = [str(error)]
-    exposed = interpreter.exposed(sorted({python or sys.executable, sys.executable}), users)
+    whole = {python or sys.executable} - ({python} if python_checked else set())
+    if whole_grader or python is None:                    # student code may import anything the grader's has
+        whole.add(sys.executable)
+    exposed = interpreter.exposed(sorted(whole), users) if whole else []
+    own = interpreter.own_exposed(users)
     for user in users:
         probe = problem = probes[user.pw_name]
         if not isinstance(probe, list):
@@ -163,6 +171,10 @@ def _check_python(parser, python, users):
                          f"({untrusted.text(' '.join(problem), 300)}): give --python PATH, e.g. a venv made from "
                          "the system Python with numpy installed")
     _refuse_exposed(parser, exposed)
+    for user, path in own:
+        parser.error(f"user {user.pw_name} could change {path}, which the grader runs or may import as root: "
+                     "student code could plant code there; make it writable by root alone (a folder on the "
+                     "grader's sys.path, such as the current one under python -m, counts too)")
 
 
 def _refuse_exposed(parser, exposed):
@@ -243,7 +255,8 @@ def main_grade(argv, worker=None):
         parser.error(str(error))
     root = os.path.abspath(args.submission or default_submission())
     user = resolve_user(parser, args.run_as)
-    python, python_checked = resolve_python(parser, args.python, [user] if user else [], later=True)
+    python, python_checked = resolve_python(parser, args.python, [user] if user else [], later=True,
+                                            whole_grader=False)
     fresh_seed = resolve_fresh_seed(args.fresh_seed)
     solution = resolve_solution(args, fresh_seed)
     refuse_writable(parser, [user] if user else [], [os.path.join(solution, "mytorch")] if solution else [],

@@ -11,12 +11,20 @@ Where to look comes from two sources, so that an interpreter already tampered wi
 what the files on disk imply (the executable and the folder it is in, a venv's ``pyvenv.cfg`` and the
 ``home`` it names, ``lib/pythonX.Y`` under each) and what the interpreter itself reports (its prefixes and
 ``sys.path``), asked as the sandbox user, never as root.
+
+The grader's own Python, when student code runs another (``--python``), runs as root alone and only what the
+grader loads: ``own_exposed`` looks at that, read from this very process (``own_places``), which is both
+exact and a tenth of the walk (a Python's site may hold 100,000 files of packages the grader never imports).
+Whatever runs it as root must have imported every package it will use before the check (batch, which draws
+its histogram with matplotlib as root, checks the whole Python instead).
 """
 import concurrent.futures
 import glob
 import json
 import os
 import subprocess
+import sys
+import sysconfig
 
 from autograder import isolation, reaper, tree
 
@@ -103,3 +111,72 @@ def _writable(tops, users):
         return isolation.writable_by_each(tops, users)
     except (OSError, tree.TreeError) as error:
         return [[f"{tops} (could not be checked: {error})"] for _ in users]
+
+
+def own_places(path=None, modules=None, maps="/proc/self/maps"):
+    """``(deep, shallow)``: what this process (the grader, as root) runs or may still import from its own
+    Python. Deep, walked whole: the standard library (imported lazily) and the package of every module
+    imported so far. Shallow, each with what lies directly in it: every folder on ``sys.path`` (its
+    ``.pth`` files run at start-up, a module added there would be found before the one meant). And every
+    executable file mapped into the process (the interpreter, libpython, extension modules and the libraries
+    they load), as files. ``path``, ``modules``: ``sys.path`` and ``sys.modules`` unless given."""
+    path = sys.path if path is None else path
+    modules = sys.modules if modules is None else modules
+    shallow = {os.path.abspath(p or os.curdir) for p in path if os.path.exists(p or os.curdir)}
+    deep = set()
+    for stdlib in {sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib")}:
+        if os.path.isdir(stdlib):
+            shallow.add(stdlib)
+            deep.update(os.path.join(stdlib, name) for name in os.listdir(stdlib)
+                        if name not in ("site-packages", "dist-packages")
+                        and os.path.isdir(os.path.join(stdlib, name)))
+    for module in list(modules.values()):
+        for where in _module_places(module):
+            folder = max((p for p in shallow if _within(where, p) and where != p), key=len, default=None)
+            if folder is not None:                        # its top-level package, or the module file itself
+                top = os.path.relpath(where, folder).split(os.sep)[0]
+                deep.add(os.path.join(folder, top))
+            else:
+                deep.add(where)
+    return sorted(deep | set(_mapped_code(maps))), sorted(shallow)
+
+
+def _module_places(module):
+    """Where ``module`` was loaded from: its file, or a namespace package's folders."""
+    file = getattr(module, "__file__", None)
+    places = [file] if isinstance(file, str) else []
+    search = getattr(module, "__path__", None)
+    if not places and search is not None:
+        try:
+            places = [p for p in list(search) if isinstance(p, str)]
+        except TypeError:
+            places = []
+    return [os.path.abspath(p) for p in places if os.path.isabs(p) and os.path.exists(p)]
+
+
+def _mapped_code(maps):
+    """The files mapped executable into this process (``/proc/self/maps``)."""
+    try:
+        with open(maps, encoding="utf-8", errors="surrogateescape") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return []
+    found = set()
+    for line in lines:
+        fields = line.split(None, 5)
+        if len(fields) == 6 and "x" in fields[1] and fields[5].startswith("/") and os.path.isfile(fields[5]):
+            found.add(fields[5])
+    return sorted(found)
+
+
+def own_exposed(users, path=None, modules=None):
+    """``(user, path)`` for the first thing each user could change among what this process runs
+    (``own_places``, which takes ``path`` and ``modules``), else []."""
+    deep, shallow = own_places(path, modules)
+    deep = _tops(deep)
+    shallow = [p for p in shallow if not any(_within(p, q) for q in deep)]     # nested, each is still looked at
+    try:
+        found = isolation.writable_by_each(deep, users, shallow=shallow)
+    except (OSError, tree.TreeError) as error:
+        found = [[f"{deep + shallow} (could not be checked: {error})"] for _ in users]
+    return [(user, each[0]) for user, each in zip(users, found) if each]

@@ -12,7 +12,7 @@ import zipfile
 
 import pytest
 
-from autograder import archive, isolation
+from autograder import archive, interpreter, isolation
 from tests.graderkit import REPO, check_gradescope, load_results, make_grader_copy, make_submission
 
 
@@ -184,7 +184,7 @@ def test_one_walk_tells_each_user_what_it_could_change(tmp_path, monkeypatch, li
         pytest.skip("no find(1) here")
     calls = []
     real_walked = isolation._walked
-    monkeypatch.setattr(isolation, "_walked", lambda top: calls.append(top) or real_walked(top))
+    monkeypatch.setattr(isolation, "_walked", lambda top, *deep: calls.append(top) or real_walked(top, *deep))
     a, b = (pwd.struct_passwd((name, "x", uid, uid, "", "/", "/bin/false"))
             for name, uid in (("mytorch-nobody-a", 64001), ("mytorch-nobody-b", 64002)))
     top = tmp_path / "site"
@@ -210,6 +210,48 @@ def test_one_walk_tells_each_user_what_it_could_change(tmp_path, monkeypatch, li
     assert sorted(found[1]) == sorted([str(top / "pkg"), str(top / "pkg" / "open.py"), str(top / "shared")])
     assert sorted(isolation.writable_by([str(top)], b)) == sorted(found[1])
     assert bool(calls) == (lister != "find")              # find listed it, or the walk did, never both
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving files to other users needs root")
+@pytest.mark.parametrize("lister", ["find", "python"])
+def test_the_graders_own_python_is_checked_for_what_it_loaded_and_what_it_may_import(tmp_path, monkeypatch,
+                                                                                    lister):
+    """The grader's own Python, when student code runs another: a site folder on its sys.path holds a package
+    it imported and one it did not. A file of the user's deep in the imported one, a .pth or a module directly
+    in the site folder, or the folder itself writable, is refused; deep in the package it never imports, not
+    (that is a tenth of the walk of a site like this machine's)."""
+    import pwd
+    import types
+    if lister == "python":
+        monkeypatch.setattr(isolation, "FIND", None)
+    user = pwd.struct_passwd(("mytorch-nobody-a", "x", 64001, 64001, "", "/", "/bin/false"))
+    site = tmp_path / "site"
+    for package in ("used", "unused"):
+        (site / package / "sub").mkdir(parents=True)
+        (site / package / "__init__.py").write_text("")
+        (site / package / "sub" / "deep.py").write_text("")
+    loaded = {"used": types.SimpleNamespace(__file__=str(site / "used" / "__init__.py")),
+              "used.sub.deep": types.SimpleNamespace(__file__=str(site / "used" / "sub" / "deep.py"))}
+
+    def refused():
+        return [path for _, path in interpreter.own_exposed([user], path=[str(site)], modules=loaded)]
+
+    assert refused() == []
+    for planted in (site / "unused" / "sub" / "deep.py", site / "unused" / "sub"):
+        os.chown(planted, user.pw_uid, user.pw_gid)
+        assert refused() == []                            # never imported: not the grader's to run
+        os.chown(planted, 0, 0)
+    for planted in (site / "used" / "sub" / "deep.py", site / "used" / "sub", site / "used", site):
+        os.chown(planted, user.pw_uid, user.pw_gid)
+        assert refused() == [str(planted)]
+        os.chown(planted, 0, 0)
+    for name in ("planted.pth", "json.py"):               # runs at start-up; found before the one meant
+        (site / name).write_text("")
+        os.chown(site / name, user.pw_uid, user.pw_gid)
+        assert refused() == [str(site / name)]
+        os.remove(site / name)
+    os.chmod(site, 0o1777)                                # anyone may add a module to a folder on sys.path
+    assert refused() == [str(site)]
 
 
 def test_clearing_what_one_user_left_never_holds_back_another_users_children(monkeypatch):

@@ -509,6 +509,25 @@ def test_the_graders_own_python_the_sandbox_user_could_change_is_refused_before_
     assert proc.returncode == 0 and os.path.getsize(ran) > 0, proc.stdout + proc.stderr    # it runs once it may
 
 
+def test_a_grader_started_in_a_folder_the_sandbox_user_may_write_is_refused(sandbox_user):
+    """``python -m`` puts the current folder first on the grader's sys.path: a module a submission added there
+    (json.py, say) would run as root the next time the grader imported that name."""
+    make_user, python, home = sandbox_user
+    user = make_user()
+    folder = _world_readable_dir(os.path.join(home, "cwd-"))
+    os.chmod(folder, 0o1777)                              # like /tmp
+    command = [sys.executable, "-m", "autograder", "1.1", "--run-as", user.pw_name, "--python", python,
+               "--submission", REPO]
+    proc = subprocess.run(command, cwd=folder, env=dict(os.environ, PYTHONPATH=REPO), capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"user {user.pw_name} could change {folder}, which the grader runs or may import as root" in proc.stderr
+    os.chmod(folder, 0o755)
+    proc = subprocess.run(command, cwd=folder, env=dict(os.environ, PYTHONPATH=REPO), capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0 and "1.1" in proc.stdout, proc.stdout + proc.stderr
+
+
 def test_a_solution_the_sandbox_user_could_change_is_refused(sandbox_user, tmp_path):
     """The solution's child runs as root under --fresh-seed: a file of it the user may write is refused."""
     make_user, python, home = sandbox_user
