@@ -71,6 +71,46 @@ def reaped(proc):
         _ours.discard(proc.pid)
 
 
+CHILDREN_FILES = os.path.exists("/proc/thread-self/children")      # CONFIG_PROC_CHILDREN, in most kernels
+
+
+def _children(pid):
+    """The children of every thread of ``pid`` (/proc/PID/task/TID/children); [] once it is gone."""
+    found = []
+    with contextlib.suppress(OSError):
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(OSError, ValueError):
+                with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
+                    found += [int(child) for child in f.read().split()]
+    return found
+
+
+def _state(pid):
+    """``pid``'s state letter ("Z" for a zombie), None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rpartition(b")")[2].split()[0].decode()
+    except (OSError, IndexError, UnicodeDecodeError):
+        return None
+
+
+def _below(roots, table=None):
+    """{pid: state letter} of ``roots`` and every process below them that is still there: read from the
+    children files of these processes alone, where ``table`` (``_table``, without those files) holds every
+    process of the machine."""
+    if table is not None or not CHILDREN_FILES:
+        table = _table() if table is None else table
+        return {pid: table[pid][1] for pid in _descendants(table, roots) if pid in table}
+    found, todo = {}, list(roots)
+    while todo:
+        pid = todo.pop()
+        if pid not in found:
+            found[pid] = _state(pid)
+            if found[pid] is not None:
+                todo += _children(pid)
+    return {pid: state for pid, state in found.items() if state is not None}
+
+
 def _table():
     """{pid: (parent pid, state letter)} of every process, from /proc."""
     table = {}
@@ -100,7 +140,7 @@ def _descendants(table, roots):
 
 def tree(pid):
     """``pid`` and every process below it (grandchildren whose parent ended are below the grader, not it)."""
-    return _descendants(_table(), [pid])
+    return set(_below([pid]))
 
 
 def _kill(pids):
@@ -113,10 +153,10 @@ def _sweep_once(roots):
     """Kill ``roots``, the orphans and all their descendants; reap the orphans. True when none was alive."""
     me = os.getpid()
     with _lock:
-        table = _table()
-        orphans = {pid for pid, (ppid, _) in table.items() if ppid == me and pid not in _ours}
-        victims = _descendants(table, set(roots) | orphans)
-        alive = {pid for pid in victims if pid in table and table[pid][1] != "Z"}
+        table = None if CHILDREN_FILES else _table()
+        mine = _children(me) if table is None else [pid for pid, (ppid, _) in table.items() if ppid == me]
+        orphans = {pid for pid in mine if pid not in _ours}
+        alive = {pid for pid, state in _below(set(roots) | orphans, table).items() if state != "Z"}
         _kill(alive)
         for pid in orphans:
             with contextlib.suppress(ChildProcessError):

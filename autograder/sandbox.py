@@ -88,10 +88,12 @@ def real_uid(pid):
     """The real uid of process ``pid`` (from its status: a non-dumpable process's /proc entry belongs to
     root whoever runs it), or None if it is gone."""
     with contextlib.suppress(OSError, ValueError, IndexError):
-        with open(f"/proc/{pid}/status", "rb") as f:
-            for line in f:
-                if line.startswith(b"Uid:"):
-                    return int(line.split()[1])
+        fd = os.open(f"/proc/{pid}/status", os.O_RDONLY)  # one read, no file object: it is called per process
+        try:
+            status = os.read(fd, 4096)
+        finally:
+            os.close(fd)
+        return int(status[status.index(b"\nUid:") + 5:].split(None, 1)[0])
     return None
 
 

@@ -9,8 +9,11 @@ import ast
 import os
 import pathlib
 import subprocess
+import sys
 import threading
 import time
+
+import pytest
 
 from autograder import reaper
 
@@ -46,6 +49,48 @@ def test_a_helper_started_through_the_reaper_outlives_a_part_ending_while_an_orp
     assert helper.is_alive()
     helper.join(timeout=30)
     assert done["run"].returncode == 0
+
+
+HIDING = """
+import os, sys, time
+out = int(sys.argv[1])
+def hide(depth):
+    if os.fork() == 0:                                    # a child in a session of its own, and its child
+        os.setsid()
+        if depth:
+            hide(depth - 1)
+        os.write(out, b"%d\\n" % os.getpid())
+        time.sleep(60)
+        os._exit(0)
+for _ in range(3):
+    hide(2)
+if os.fork():                                             # a double fork: the middle one exits at once
+    os._exit(0)
+os.write(out, b"%d\\n" % os.getpid())
+time.sleep(60)
+"""
+
+
+@pytest.mark.parametrize("children_files", [True, False])
+def test_end_kills_every_process_a_child_started_however_it_hid(monkeypatch, children_files):
+    """Nine processes in sessions of their own, three levels deep, and one whose parent exited: all ended,
+    whether the reaper reads the children files of the part's processes or the whole process table."""
+    if children_files and not reaper.CHILDREN_FILES:
+        pytest.skip("this kernel has no /proc/PID/task/TID/children")
+    monkeypatch.setattr(reaper, "CHILDREN_FILES", children_files)
+    assert reaper.become_subreaper()
+    read, write = os.pipe()
+    proc = reaper.spawn(lambda: subprocess.Popen([sys.executable, "-c", HIDING, str(write)], pass_fds=[write]))
+    os.close(write)
+    pids, text = [], b""
+    while len(pids) < 10:
+        text += os.read(read, 4096)
+        pids = [int(p) for p in text.split()]
+    os.close(read)
+    assert all(reaper._state(pid) not in (None, "Z") for pid in pids)
+    reaper.end(proc)
+    assert [pid for pid in pids if reaper._state(pid) is not None] == []
+    assert pids[-1] not in _children()
 
 
 def test_run_kills_a_helper_past_its_timeout_and_forgets_it():
