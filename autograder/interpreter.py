@@ -115,42 +115,37 @@ def _writable(tops, users):
 
 def own_places(path=None, modules=None, maps="/proc/self/maps"):
     """``(deep, shallow)``: what this process (the grader, as root) runs or may still import from its own
-    Python. Deep, walked whole: the standard library (imported lazily) and the package of every module
-    imported so far. Shallow, each with what lies directly in it: every folder on ``sys.path`` (its
-    ``.pth`` files run at start-up, a module added there would be found before the one meant). And every
-    executable file mapped into the process (the interpreter, libpython, extension modules and the libraries
-    they load), as files. ``path``, ``modules``: ``sys.path`` and ``sys.modules`` unless given."""
+    Python. Deep, walked whole: the standard library (imported lazily), the grader's own package, and the
+    top-level package of every module imported so far (each folder of it; a module that is no package, its
+    file). Shallow, each with what lies directly in it: every folder on ``sys.path`` (its ``.pth`` files run
+    at start-up, a module added there would be found before the one meant). And every executable file
+    mapped into the process (the interpreter, libpython, extension modules and the libraries they load), as
+    files. ``path``, ``modules``: ``sys.path`` and ``sys.modules`` unless given."""
     path = sys.path if path is None else path
-    modules = sys.modules if modules is None else modules
-    shallow = {os.path.abspath(p or os.curdir) for p in path if os.path.exists(p or os.curdir)}
-    deep = set()
+    modules = dict(sys.modules if modules is None else modules)
+    shallow = {os.path.abspath(p or os.curdir) for p in path if isinstance(p, str) and os.path.exists(p or os.curdir)}
+    deep = {os.path.dirname(os.path.abspath(__file__))}
     for stdlib in {sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib")}:
         if os.path.isdir(stdlib):
             shallow.add(stdlib)
             deep.update(os.path.join(stdlib, name) for name in os.listdir(stdlib)
                         if name not in ("site-packages", "dist-packages")
                         and os.path.isdir(os.path.join(stdlib, name)))
-    for module in list(modules.values()):
-        for where in _module_places(module):
-            folder = max((p for p in shallow if _within(where, p) and where != p), key=len, default=None)
-            if folder is not None:                        # its top-level package, or the module file itself
-                top = os.path.relpath(where, folder).split(os.sep)[0]
-                deep.add(os.path.join(folder, top))
-            else:
-                deep.add(where)
+    for name in modules:
+        deep.update(_module_places(modules.get(name.partition(".")[0], modules[name])))
     return sorted(deep | set(_mapped_code(maps))), sorted(shallow)
 
 
 def _module_places(module):
-    """Where ``module`` was loaded from: its file, or a namespace package's folders."""
-    file = getattr(module, "__file__", None)
-    places = [file] if isinstance(file, str) else []
+    """Where ``module`` was loaded from: a package's folders, else its file (none for a built-in one)."""
     search = getattr(module, "__path__", None)
-    if not places and search is not None:
-        try:
-            places = [p for p in list(search) if isinstance(p, str)]
-        except TypeError:
-            places = []
+    try:
+        places = [p for p in list(search) if isinstance(p, str)] if search is not None else []
+    except TypeError:
+        places = []
+    file = getattr(module, "__file__", None)
+    if not places and isinstance(file, str):
+        places = [file]
     return [os.path.abspath(p) for p in places if os.path.isabs(p) and os.path.exists(p)]
 
 

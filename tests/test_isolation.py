@@ -219,7 +219,8 @@ def test_the_graders_own_python_is_checked_for_what_it_loaded_and_what_it_may_im
     """The grader's own Python, when student code runs another: a site folder on its sys.path holds a package
     it imported and one it did not. A file of the user's deep in the imported one, a .pth or a module directly
     in the site folder, or the folder itself writable, is refused; deep in the package it never imports, not
-    (that is a tenth of the walk of a site like this machine's)."""
+    (that is a tenth of the walk of a site like this machine's). A package found off sys.path is walked
+    whole too, and the grader's own package always is."""
     import pwd
     import types
     if lister == "python":
@@ -230,8 +231,12 @@ def test_the_graders_own_python_is_checked_for_what_it_loaded_and_what_it_may_im
         (site / package / "sub").mkdir(parents=True)
         (site / package / "__init__.py").write_text("")
         (site / package / "sub" / "deep.py").write_text("")
-    loaded = {"used": types.SimpleNamespace(__file__=str(site / "used" / "__init__.py")),
-              "used.sub.deep": types.SimpleNamespace(__file__=str(site / "used" / "sub" / "deep.py"))}
+    (tmp_path / "elsewhere" / "sub").mkdir(parents=True)  # a package an import hook found off sys.path
+    (tmp_path / "elsewhere" / "sub" / "later.py").write_text("")
+    loaded = {"used": types.SimpleNamespace(__file__=str(site / "used" / "__init__.py"),
+                                            __path__=[str(site / "used")]),
+              "used.sub.deep": types.SimpleNamespace(__file__=str(site / "used" / "sub" / "deep.py")),
+              "elsewhere": types.SimpleNamespace(__path__=[str(tmp_path / "elsewhere")])}
 
     def refused():
         return [path for _, path in interpreter.own_exposed([user], path=[str(site)], modules=loaded)]
@@ -241,7 +246,8 @@ def test_the_graders_own_python_is_checked_for_what_it_loaded_and_what_it_may_im
         os.chown(planted, user.pw_uid, user.pw_gid)
         assert refused() == []                            # never imported: not the grader's to run
         os.chown(planted, 0, 0)
-    for planted in (site / "used" / "sub" / "deep.py", site / "used" / "sub", site / "used", site):
+    for planted in (site / "used" / "sub" / "deep.py", site / "used" / "sub", site / "used", site,
+                    tmp_path / "elsewhere" / "sub" / "later.py"):
         os.chown(planted, user.pw_uid, user.pw_gid)
         assert refused() == [str(planted)]
         os.chown(planted, 0, 0)
@@ -252,6 +258,7 @@ def test_the_graders_own_python_is_checked_for_what_it_loaded_and_what_it_may_im
         os.remove(site / name)
     os.chmod(site, 0o1777)                                # anyone may add a module to a folder on sys.path
     assert refused() == [str(site)]
+    assert os.path.dirname(interpreter.__file__) in interpreter.own_places(path=[], modules={})[0]
 
 
 def test_clearing_what_one_user_left_never_holds_back_another_users_children(monkeypatch):
