@@ -86,11 +86,11 @@ def resolve_fresh_seed(value):
 def resolve_solution(args, fresh_seed):
     if fresh_seed is None:
         return None
-    if args.solution is None and not os.path.isfile(os.path.join(HERE, "generate.py")):
+    if args.solution is None and grade.instructor_checkout() is None:
         # a student handout (it ships no generator): "this checkout" is the submission itself
         raise SystemExit("python -m autograder: error: --fresh-seed needs the instructor's solution, "
                          "--solution DIR: in a student handout this folder's mytorch is the one being graded")
-    solution = os.path.abspath(args.solution or os.path.dirname(HERE))
+    solution = os.path.abspath(args.solution or grade.instructor_checkout())
     if not os.path.isfile(os.path.join(solution, "mytorch", "__init__.py")):
         raise SystemExit(f"python -m autograder: error: --fresh-seed needs the solution: no mytorch in {solution} "
                          "(give --solution DIR)")

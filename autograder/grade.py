@@ -106,6 +106,13 @@ def default_jobs():
     return len(os.sched_getaffinity(0)) + 1
 
 
+def instructor_checkout():
+    """The folder holding the instructor's solution beside this grader (its ``autograder`` ships the generator;
+    a student handout's does not, and its ``mytorch`` is the submission itself), else None."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    return os.path.dirname(here) if os.path.isfile(os.path.join(here, "generate.py")) else None
+
+
 def grade(root, parts=None, timeout=20.0, memory_mb=1024, verbose=False, fresh_seed=None, solution=None,
           jobs=None, user=None, python=None, loaded=None, progress=None, worker=None, template=None, gate=None,
           ready=None):
@@ -135,7 +142,9 @@ def grade(root, parts=None, timeout=20.0, memory_mb=1024, verbose=False, fresh_s
             def compile_when_ready():
                 if ready is not None:
                     ready()
-                return sandbox.compiled(root, timeout, memory_mb, user, worker)
+                checkout = instructor_checkout()
+                return sandbox.compiled(root, timeout, memory_mb, user, worker,
+                                        sandbox.known_sources(checkout, user) if checkout else None)
             with concurrent.futures.ThreadPoolExecutor(max_workers=1) as aside:    # compiled (never run) meanwhile
                 compiling = aside.submit(compile_when_ready)
                 if loaded is None:

@@ -60,6 +60,7 @@ def source_only(root, pycs=None):
     a reader of the submission sees. ``pycs``: ``{source path: pyc}`` compiled from those same sources by the
     grader's compile child, each used only while its source still hashes the same (else it is compiled
     again). Other modules load as always."""
+    import _imp
     import importlib.machinery as machinery
     import importlib.util
     import marshal
@@ -86,7 +87,9 @@ def source_only(root, pycs=None):
         source = self.get_data(self.path)
         pyc = pycs.pop(self.path, b"")
         if pyc[:8] == importlib.util.MAGIC_NUMBER + b"\x03\0\0\0" and importlib.util.source_hash(source) == pyc[8:16]:
-            return marshal.loads(memoryview(pyc)[16:])              # a checked hash-based pyc of this source
+            code = marshal.loads(memoryview(pyc)[16:])              # a checked hash-based pyc of this source
+            _imp._fix_co_filename(code, self.path)                 # compiled from a copy elsewhere: name this one
+            return code
         return self.source_to_code(source, self.path)
     machinery.SourceFileLoader.get_code = get_code
 

@@ -275,11 +275,12 @@ def _frames():
 def _compile_sources(root, request, response):
     """The compile task, in a confined child: every ``mytorch/**.py`` of ``root`` compiled (never run) into a
     checked hash-based pyc, sent as one ``frames`` message ``{(0, relative path): uint8 array}``. A file that
-    does not compile is left out (the part's child compiles it and reports the error as it always did)."""
+    does not compile is left out (the part's child compiles it and reports the error as it always did), and
+    so is one whose source hash the request names as known for its path (the grader has its pyc)."""
     import importlib._bootstrap_external as bootstrap
     import importlib.util
     import numpy as np
-    os.close(request)
+    known = _known_hashes(request)
     arrays, total, todo = {}, 0, [("mytorch", 0)]
     while todo and len(arrays) < SOURCE_FILES:              # iterative and bounded: the tree is the student's
         folder, depth = todo.pop()
@@ -295,6 +296,8 @@ def _compile_sources(root, request, response):
                     if total > SOURCE_BYTES:
                         todo = []
                         break
+                    if known.get(relative) == (importlib.util.MAGIC_NUMBER + importlib.util.source_hash(source)).hex():
+                        continue
                     try:
                         code = compile(source, entry.path, "exec", dont_inherit=True)
                     except Exception:
@@ -306,6 +309,24 @@ def _compile_sources(root, request, response):
     while view:
         view = view[os.write(response, view):]
     os.close(response)
+
+
+def _known_hashes(fd):
+    """The compile request (from the grader): ``{relative path: magic number and source hash}`` of the
+    sources it has pycs of (for a Python of that magic number); {} if there is none."""
+    chunks = []
+    while True:
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(fd)
+    try:
+        configs, _ = _frames().decode(b"".join(chunks))
+        known = configs[0].get("known", {})
+    except (ValueError, IndexError, AttributeError):
+        return {}
+    return known if isinstance(known, dict) else {}
 
 
 def _read_bytecode(fd, root):

@@ -284,3 +284,70 @@ def test_a_usage_error_leaves_no_zygote_behind(argv, capsys):
         entry.main(argv)
     assert stop.value.code == (0 if argv == ["--help"] else 2)
     assert not zygotes()
+
+
+def test_a_submissions_copies_of_the_solutions_files_run_the_graders_pycs_under_the_submissions_names(tmp_path):
+    """The compile child skips a file with the same bytes as the instructor's (the grader has its pyc) and
+    compiles the rest; the part's child runs those pycs under the submission's own paths, which is what a
+    report names, never the solution's."""
+    from autograder import frames
+    probe = ("nn/gru_cell.py", "from mytorch.nn.init import uniform\n",
+             "from mytorch.nn.init import uniform\n"
+             "raise RuntimeError('compiled as ' + uniform.__code__.co_filename)\n")
+    sub = make_submission(tmp_path / "sub", [probe])
+    known = sandbox.known_sources(grade.instructor_checkout())
+    assert "mytorch/nn/init.py" in known and "mytorch/nn/gru_cell.py" in known
+    reaper.become_subreaper()
+    worker = zygote.Zygote()
+    try:
+        _, arrays = frames.decode(sandbox.compiled(sub, zygote=worker, known=known))
+        result, = grade.grade(sub, [spec.PARTS_BY_NUMBER["2.1"]], worker=worker)
+    finally:
+        worker.close()
+    pycs = {relative: array.tobytes() for (_, relative), array in arrays.items()}
+    assert pycs["mytorch/nn/init.py"] == known["mytorch/nn/init.py"]            # not compiled by the child
+    assert pycs["mytorch/nn/gru_cell.py"] != known["mytorch/nn/gru_cell.py"]    # edited: compiled by it
+    assert f"compiled as {os.path.join(sub, 'mytorch', 'nn', 'init.py')}" in result.output, result.output
+
+
+def test_the_solutions_pycs_come_from_its_pycache_where_python_would_take_them(tmp_path):
+    """A pyc Python left in the solution's __pycache__ is taken as Python would take it, while the source's
+    mtime and size are those it records (this one holds other code, so it shows), and the source is compiled
+    once they are not."""
+    import importlib.util
+    import marshal
+    import shutil
+    checkout = tmp_path / "checkout"
+    shutil.copytree(os.path.join(grade.instructor_checkout(), "mytorch"), checkout / "mytorch",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    source = checkout / "mytorch" / "functional.py"
+    info = os.stat(source)
+    other = marshal.dumps(compile("FROM_THE_PYC = 1\n", str(source), "exec"))
+    cached = importlib.util.cache_from_source(str(source))
+    os.makedirs(os.path.dirname(cached))
+    with open(cached, "wb") as f:
+        f.write(importlib.util.MAGIC_NUMBER + b"\0\0\0\0" + int(info.st_mtime).to_bytes(4, "little")
+                + info.st_size.to_bytes(4, "little") + other)
+    sandbox._compiled_here.clear()
+    pyc = sandbox.known_sources(str(checkout))["mytorch/functional.py"]
+    assert pyc[16:] == other and pyc[8:16] == importlib.util.source_hash(source.read_bytes())
+    os.utime(source, (1, 1))                               # edited since, as its mtime says
+    sandbox._compiled_here.clear()
+    fresh = sandbox.known_sources(str(checkout))["mytorch/functional.py"]
+    expected = compile(source.read_bytes(), str(source), "exec", dont_inherit=True)
+    assert marshal.loads(fresh[16:]).co_code == expected.co_code != marshal.loads(other).co_code
+    sandbox._compiled_here.clear()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving files to other users needs root")
+def test_a_solution_the_sandbox_user_could_change_lends_no_pycs(tmp_path):
+    import pwd
+    import shutil
+    user = pwd.struct_passwd(("mytorch-nobody-a", "x", 64001, 64001, "", "/", "/bin/false"))
+    checkout = tmp_path / "checkout"
+    shutil.copytree(os.path.join(grade.instructor_checkout(), "mytorch"), checkout / "mytorch",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    os.chmod(tmp_path, 0o755)
+    assert len(sandbox.known_sources(str(checkout), user)) > 20
+    os.chown(checkout / "mytorch" / "nn" / "init.py", user.pw_uid, user.pw_gid)
+    assert sandbox.known_sources(str(checkout), user) == {}
