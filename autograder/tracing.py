@@ -37,14 +37,23 @@ TEXT = 200                                         # characters of a line kept
 
 class _Statement:
     """One assigning statement: its targets (AST nodes), the texts it reads, its first line and source."""
-    __slots__ = ("line", "targets", "reads", "text", "is_return")
+    __slots__ = ("line", "targets", "text", "is_return", "_node", "_reads")
 
     def __init__(self, node, targets, source_lines, is_return=False):
         self.line, self.targets, self.is_return = node.lineno, targets, is_return
-        self.reads = _loads(node.value if getattr(node, "value", None) is not None else node)
-        if isinstance(node, ast.AugAssign):
-            self.reads |= _loads(node.target)
         self.text = " ".join(s.strip() for s in source_lines[node.lineno - 1:node.end_lineno])[:TEXT]
+        self._node, self._reads = node, None
+
+    @property
+    def reads(self):
+        """Worked out when the statement first runs: a case runs a few of a file's statements, and this is
+        most of the cost of reading a file's statements (ast.unparse of every name in them)."""
+        if self._reads is None:
+            node = self._node
+            self._reads = _loads(node.value if getattr(node, "value", None) is not None else node)
+            if isinstance(node, ast.AugAssign):
+                self._reads |= _loads(node.target)
+        return self._reads
 
 
 def _text(node):
