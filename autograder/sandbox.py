@@ -290,12 +290,12 @@ def compiled(root, timeout=20.0, memory_mb=1024, user=None, zygote=None, known=N
     known = known or {}
     hashes = {relative: bytes(pyc[:4] + pyc[8:16]).hex() for relative, pyc in known.items()}   # magic, source
     outcome = run_child(root, [{"known": hashes}], [{}], timeout, memory_mb, user, zygote=zygote, task="compile")
-    if outcome.failure or not outcome.arrays:
+    if outcome.failure:
         return None
-    arrays = {key: a for key, a in outcome.arrays.items() if a.dtype == "u1" and a.ndim == 1}
-    for relative, pyc in known.items():
+    arrays = {key: a for key, a in (outcome.arrays or {}).items() if a.dtype == "u1" and a.ndim == 1}
+    for relative, pyc in known.items():                   # all of them, when the child compiled none
         arrays.setdefault((0, relative), np.frombuffer(pyc, dtype=np.uint8))
-    return frames.encode([], arrays)
+    return frames.encode([], arrays) if arrays else None
 
 
 KNOWN_BYTES = 1 << 20           # the largest trusted source (or pyc of one) read here

@@ -301,9 +301,11 @@ def test_a_submissions_copies_of_the_solutions_files_run_the_graders_pycs_under_
     worker = zygote.Zygote()
     try:
         _, arrays = frames.decode(sandbox.compiled(sub, zygote=worker, known=known))
+        _, solution = frames.decode(sandbox.compiled(grade.instructor_checkout(), zygote=worker, known=known))
         result, = grade.grade(sub, [spec.PARTS_BY_NUMBER["2.1"]], worker=worker)
     finally:
         worker.close()
+    assert {relative: a.tobytes() for (_, relative), a in solution.items()} == known    # all known: all lent
     pycs = {relative: array.tobytes() for (_, relative), array in arrays.items()}
     assert pycs["mytorch/nn/init.py"] == known["mytorch/nn/init.py"]            # not compiled by the child
     assert pycs["mytorch/nn/gru_cell.py"] != known["mytorch/nn/gru_cell.py"]    # edited: compiled by it
