@@ -311,9 +311,8 @@ def _compile_sources(root, request, response):
     os.close(response)
 
 
-def _known_hashes(fd):
-    """The compile request (from the grader): ``{relative path: magic number and source hash}`` of the
-    sources it has pycs of (for a Python of that magic number); {} if there is none."""
+def _read_all(fd):
+    """Everything the pipe ``fd`` holds until the grader closes it (then closed here)."""
     chunks = []
     while True:
         chunk = os.read(fd, 1 << 16)
@@ -321,8 +320,14 @@ def _known_hashes(fd):
             break
         chunks.append(chunk)
     os.close(fd)
+    return b"".join(chunks)
+
+
+def _known_hashes(fd):
+    """The compile request (from the grader): ``{relative path: magic number and source hash}`` of the
+    sources it has pycs of (for a Python of that magic number); {} if there is none."""
     try:
-        configs, _ = _frames().decode(b"".join(chunks))
+        configs, _ = _frames().decode(_read_all(fd))
         known = configs[0].get("known", {})
     except (ValueError, IndexError, AttributeError):
         return {}
@@ -332,15 +337,8 @@ def _known_hashes(fd):
 def _read_bytecode(fd, root):
     """In a part's child (already confined): the submission's pycs the grader passed on, ``{source path: pyc}``
     (``worker.source_only`` uses each only while its source still hashes the same); {} if anything is wrong."""
-    chunks = []
-    while True:
-        chunk = os.read(fd, 1 << 16)
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(fd)
     try:
-        _, arrays = _frames().decode(b"".join(chunks))
+        _, arrays = _frames().decode(_read_all(fd))
     except ValueError:
         return {}
     pycs = {}
