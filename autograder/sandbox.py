@@ -305,11 +305,12 @@ _compiled_lock = threading.Lock()
 
 def known_sources(checkout, user=None):
     """``{relative path ("mytorch/nn/rnn_cell.py"): pyc}`` (checked hash-based) of the ``.py`` files of
-    ``checkout``'s mytorch (the instructor's solution beside the grader), once per content in this process:
-    taken from its ``__pycache__`` where Python itself would take it (same magic number, and the source's
-    mtime and size, or hash), else compiled here. {} if there is none, or if ``user`` (a pwd entry) could
-    change any of it. A submission's handout copies of those files are most of it, and compiling them was
-    most of the compile child's time."""
+    ``checkout``'s mytorch (the instructor's solution beside the grader), compiled here from the bytes read,
+    once per content in this process. Never taken from its ``__pycache__``: a pyc there that Python would
+    take by its recorded mtime and size can still hold other code (copied with its times kept, or written
+    by whoever could write there), and it would be graded in place of the source. {} if there is none, or
+    if ``user`` (a pwd entry) could change any of it. A submission's handout copies of those files are most
+    of it, and compiling them was most of the compile child's time."""
     import hashlib
     package = os.path.join(checkout, "mytorch")
     if not os.path.isfile(os.path.join(package, "__init__.py")):
@@ -323,12 +324,12 @@ def known_sources(checkout, user=None):
         for rel, folder, dirs, files in tree.walk(package, 16, 5000):
             dirs[:] = [d for d in dirs if d != "__pycache__"]
             for name in (n for n in files if n.endswith(".py")):
-                source, info = _read_regular(name, folder)
+                source = _read_regular(name, folder)
                 key = hashlib.sha256(source).digest()
                 with _compiled_lock:
                     if key not in _compiled_here:
                         path = os.path.normpath(os.path.join(package, rel, name))
-                        _compiled_here[key] = _cached_pyc(path, source, info) or _compiled_pyc(path, source)
+                        _compiled_here[key] = _compiled_pyc(path, source)
                 found["/".join(["mytorch"] + [p for p in rel.split(os.sep) if p != "."] + [name])] = \
                     _compiled_here[key]
     except (OSError, SyntaxError, ValueError, tree.TreeError):
@@ -337,13 +338,13 @@ def known_sources(checkout, user=None):
 
 
 def _read_regular(name, folder):
-    """(bytes, fstat) of the regular file ``name`` in the folder open as ``folder``; OSError for anything else."""
+    """The bytes of the regular file ``name`` in the folder open as ``folder``; OSError for anything else."""
     fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=folder)
     with os.fdopen(fd, "rb") as f:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode) or info.st_size > KNOWN_BYTES:
             raise OSError(f"{name} is not a regular file of at most {KNOWN_BYTES} bytes")
-        return f.read(KNOWN_BYTES), info
+        return f.read(KNOWN_BYTES)
 
 
 def _compiled_pyc(path, source):
@@ -351,30 +352,6 @@ def _compiled_pyc(path, source):
     import importlib.util
     code = compile(source, path, "exec", dont_inherit=True)
     return bytes(bootstrap._code_to_hash_pyc(code, importlib.util.source_hash(source), checked=True))
-
-
-def _cached_pyc(path, source, info):
-    """The pyc Python keeps for ``path`` in ``__pycache__``, as a checked hash-based one, if Python would use
-    it for ``source`` (whose fstat is ``info``); else None."""
-    import importlib.util
-    try:
-        folder = os.open(os.path.join(os.path.dirname(path), "__pycache__"), os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            pyc, _ = _read_regular(os.path.basename(importlib.util.cache_from_source(path)), folder)
-        finally:
-            os.close(folder)
-    except (OSError, NotImplementedError, ValueError):
-        return None
-    digest = importlib.util.source_hash(source)
-    flags = int.from_bytes(pyc[4:8], "little")
-    if pyc[:4] != importlib.util.MAGIC_NUMBER or len(pyc) <= 16:
-        return None
-    if flags == 0 and (pyc[8:12] != (int(info.st_mtime) & 0xFFFFFFFF).to_bytes(4, "little")
-                       or pyc[12:16] != (info.st_size & 0xFFFFFFFF).to_bytes(4, "little")):
-        return None
-    if flags not in (0, 1, 3) or (flags and pyc[8:16] != digest):
-        return None
-    return importlib.util.MAGIC_NUMBER + b"\x03\0\0\0" + digest + pyc[16:]
 
 
 def _run_child(root, configs, inputs_list, timeout, memory_mb, user, python, zygote, task, bytecode):

@@ -312,10 +312,11 @@ def test_a_submissions_copies_of_the_solutions_files_run_the_graders_pycs_under_
     assert f"compiled as {os.path.join(sub, 'mytorch', 'nn', 'init.py')}" in result.output, result.output
 
 
-def test_the_solutions_pycs_come_from_its_pycache_where_python_would_take_them(tmp_path):
-    """A pyc Python left in the solution's __pycache__ is taken as Python would take it, while the source's
-    mtime and size are those it records (this one holds other code, so it shows), and the source is compiled
-    once they are not."""
+@pytest.mark.parametrize("kind", ["timestamp", "checked hash", "unchecked hash"])
+def test_the_solutions_pycs_are_compiled_from_its_sources_never_taken_from_its_pycache(tmp_path, kind):
+    """A pyc in the solution's __pycache__ that Python itself would take for the source (its recorded mtime
+    and size, or the source's hash) may hold other code: one copied with its times kept after an edit, or
+    one written by whoever could write there. The grader lends only what it compiled from the bytes."""
     import importlib.util
     import marshal
     import shutil
@@ -325,20 +326,25 @@ def test_the_solutions_pycs_come_from_its_pycache_where_python_would_take_them(t
     source = checkout / "mytorch" / "functional.py"
     info = os.stat(source)
     other = marshal.dumps(compile("FROM_THE_PYC = 1\n", str(source), "exec"))
+    flags, stamp = {"timestamp": (0, int(info.st_mtime).to_bytes(4, "little") + info.st_size.to_bytes(4, "little")),
+                    "checked hash": (3, importlib.util.source_hash(source.read_bytes())),
+                    "unchecked hash": (1, importlib.util.source_hash(source.read_bytes()))}[kind]
     cached = importlib.util.cache_from_source(str(source))
     os.makedirs(os.path.dirname(cached))
     with open(cached, "wb") as f:
-        f.write(importlib.util.MAGIC_NUMBER + b"\0\0\0\0" + int(info.st_mtime).to_bytes(4, "little")
-                + info.st_size.to_bytes(4, "little") + other)
+        f.write(importlib.util.MAGIC_NUMBER + flags.to_bytes(4, "little") + stamp + other)
+    run = subprocess.run([sys.executable, "-c", "import mytorch.functional as f; print(hasattr(f, 'FROM_THE_PYC'))"],
+                         cwd=checkout, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(checkout)})
+    assert run.stdout.strip() == "True", run.stderr                 # Python itself would run the planted code
     sandbox._compiled_here.clear()
-    pyc = sandbox.known_sources(str(checkout))["mytorch/functional.py"]
-    assert pyc[16:] == other and pyc[8:16] == importlib.util.source_hash(source.read_bytes())
-    os.utime(source, (1, 1))                               # edited since, as its mtime says
-    sandbox._compiled_here.clear()
-    fresh = sandbox.known_sources(str(checkout))["mytorch/functional.py"]
+    try:
+        pyc = sandbox.known_sources(str(checkout))["mytorch/functional.py"]
+    finally:
+        sandbox._compiled_here.clear()
     expected = compile(source.read_bytes(), str(source), "exec", dont_inherit=True)
-    assert marshal.loads(fresh[16:]).co_code == expected.co_code != marshal.loads(other).co_code
-    sandbox._compiled_here.clear()
+    assert pyc[8:16] == importlib.util.source_hash(source.read_bytes())
+    assert marshal.loads(pyc[16:]).co_code == expected.co_code != marshal.loads(other).co_code
+    assert "FROM_THE_PYC" not in marshal.loads(pyc[16:]).co_names
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="giving files to other users needs root")
