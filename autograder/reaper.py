@@ -50,15 +50,21 @@ def spawn(start):
 def run(args, timeout=None, **options):
     """``subprocess.run(args, timeout=timeout, **options)`` for a helper of the grader's own (a probe, find,
     useradd), started through ``spawn``: a part ending meanwhile does not take it for an orphan and kill it.
-    On timeout it is killed and ``subprocess.TimeoutExpired`` raised, as ``subprocess.run`` does."""
+    On timeout it is killed with everything it started and ``subprocess.TimeoutExpired`` raised, as
+    ``subprocess.run`` does (which would wait for ever on a process it started that keeps its pipes open)."""
     if options.pop("capture_output", False):
         options.update(stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     proc = spawn(lambda: subprocess.Popen(args, **options))
     try:
         out, err = proc.communicate(timeout=timeout)
     except BaseException:
-        proc.kill()
-        proc.communicate()
+        _sweep_once([proc.pid])          # it and all it started: one holding its pipes would block the read
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.communicate(timeout=1.0)
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+        proc.wait()
         raise
     finally:
         reaped(proc)

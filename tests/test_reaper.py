@@ -103,6 +103,35 @@ def test_run_kills_a_helper_past_its_timeout_and_forgets_it():
     assert not reaper._ours
 
 
+@pytest.mark.parametrize("hide", ["child", "new session", "double fork"])
+def test_run_past_its_timeout_returns_though_what_the_helper_started_holds_its_pipes(hide):
+    """A helper (a Python probe runs a .pth of whoever could write there) that leaves a process holding its
+    stdout and stderr, in its own session or re-parented to the grader: run still ends by its timeout, with
+    every one of them killed."""
+    start = {"child": "os.fork() == 0", "new session": "os.fork() == 0 and os.setsid()",
+             "double fork": "os.fork() == 0 and os.fork() == 0"}[hide]
+    code = ("import os, sys, time\n"
+            f"if {start}:\n    print(os.getpid(), flush=True)\n    time.sleep(60)\n"
+            "time.sleep(60)\n")
+    reaper.become_subreaper()
+    began = time.monotonic()
+    with pytest.raises(subprocess.TimeoutExpired):
+        reaper.run([sys.executable, "-c", code], timeout=0.5, capture_output=True)
+    assert time.monotonic() - began < 5
+    assert not reaper._ours
+    assert _until(lambda: not _children())
+    assert not [pid for pid, (_, state) in reaper._table().items()
+                if state != "Z" and _command(pid).startswith(sys.executable.encode() + b"\0-c\0import os, sys")]
+
+
+def _command(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
+
+
 def _started_outside_the_reaper(tree):
     """Calls that start a process, except as ``spawn(lambda: subprocess.Popen(...))`` and inside reaper.run."""
     inside_spawn = set()
