@@ -20,6 +20,10 @@ from autograder import course, grade, interpreter, isolation, reaper, report, sa
 GRADESCOPE_RESULTS = "/autograder/results/results.json"
 HERE = os.path.dirname(os.path.abspath(__file__))
 FULL_DISK = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+# what the probe of a Python as a sandbox user runs: what a zygote imports as root, then the files that mapped
+# (the libraries NumPy and the interpreter load from outside the Python's own tree are checked too)
+LIBRARIES = "import numpy, sys; sys.stdout.write(open('/proc/self/maps').read())"
+PROBE_BYTES = 1 << 20            # of each of its outputs
 
 
 def default_submission():
@@ -140,41 +144,45 @@ def resolve_python(parser, path, users=(), later=False, whole_grader=True):
 
 
 def _check_python(parser, python, users, whole_grader, python_checked):
-    probes = {}
-    for user in users:                                    # they run while the Pythons' files are checked
+    def probe(user):
+        return reaper.run([python or sys.executable, "-I", "-c", LIBRARIES], timeout=60, cwd="/",
+                          stdin=subprocess.DEVNULL, capture_output=True, limit=PROBE_BYTES,
+                          preexec_fn=interpreter.as_user(user))
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(users)) as pool:
+        probes = [pool.submit(probe, user) for user in users]     # they run while the Pythons' files are checked
+        whole = {python or sys.executable} - ({python} if python_checked else set())
+        if whole_grader or python is None:                # student code may import anything the grader's has
+            whole.add(sys.executable)
+        exposed = interpreter.exposed(sorted(whole), users) if whole else []
+        own = interpreter.own_exposed(users)
+    libraries = set()
+    for user, probed in zip(users, probes):
         try:
-            probes[user.pw_name] = reaper.spawn(lambda: subprocess.Popen(     # ours: a part's end spares it
-                [python or sys.executable, "-I", "-c", "import numpy"], cwd="/", stdin=subprocess.DEVNULL,
-                env=dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1"),
-                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=interpreter.as_user(user)))
+            done = probed.result()
+            problem = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] if done.returncode else None
+            libraries.update(interpreter.mapped_files(done.stdout.decode("utf-8", "surrogateescape")))
+        except subprocess.TimeoutExpired:
+            problem = ["it did not import numpy within 60 s"]
         except (OSError, subprocess.SubprocessError) as error:
-            probes[user.pw_name] = [str(error)]
-    whole = {python or sys.executable} - ({python} if python_checked else set())
-    if whole_grader or python is None:                    # student code may import anything the grader's has
-        whole.add(sys.executable)
-    exposed = interpreter.exposed(sorted(whole), users) if whole else []
-    own = interpreter.own_exposed(users)
-    for user in users:
-        probe = problem = probes[user.pw_name]
-        if not isinstance(probe, list):
-            try:
-                _, err = probe.communicate(timeout=60)
-                problem = err.decode("utf-8", "replace").strip().splitlines()[-1:] if probe.returncode else None
-            except subprocess.TimeoutExpired:
-                probe.kill()
-                probe.wait()
-                problem = ["it did not import numpy within 60 s"]
-            finally:
-                reaper.reaped(probe)
+            problem = [str(error)]
         if problem is not None:
             parser.error(f"user {user.pw_name} cannot run {python or sys.executable} with numpy "
                          f"({untrusted.text(' '.join(problem), 300)}): give --python PATH, e.g. a venv made from "
                          "the system Python with numpy installed")
     _refuse_exposed(parser, exposed)
+    _refuse_exposed(parser, [(user, found[0]) for user, found in zip(users, _writable_libraries(libraries, users))
+                             if found])
     for user, path in own:
         parser.error(f"user {user.pw_name} could change {path}, which the grader runs or may import as root: "
                      "student code could plant code there; make it writable by root alone (a folder on the "
                      "grader's sys.path, such as the current one under python -m, counts too)")
+
+
+def _writable_libraries(libraries, users):
+    try:
+        return isolation.writable_by_each(sorted(libraries), users)
+    except (OSError, tree.TreeError) as error:
+        return [[f"{sorted(libraries)} (could not be checked: {error})"] for _ in users]
 
 
 def _refuse_exposed(parser, exposed):

@@ -17,7 +17,6 @@ import pwd
 import queue
 import re
 import secrets
-import shutil
 import subprocess
 
 from autograder import reaper, sandbox
@@ -63,8 +62,8 @@ class Pool:
         for user in self.users:
             sandbox.clear_user(user)
         for user in self.made:
-            reaper.run(["userdel", user.pw_name], stdin=subprocess.DEVNULL, capture_output=True)
-            reaper.run(["groupdel", user.pw_name], stdin=subprocess.DEVNULL, capture_output=True)
+            reaper.run([reaper.tool("userdel") or "/usr/sbin/userdel", user.pw_name], stdin=subprocess.DEVNULL, capture_output=True)
+            reaper.run([reaper.tool("groupdel") or "/usr/sbin/groupdel", user.pw_name], stdin=subprocess.DEVNULL, capture_output=True)
         self.made = []
 
 
@@ -75,13 +74,14 @@ def pool(value, jobs):
         if not NAME.match(prefix):
             raise IdentityError(f"{prefix!r} cannot start a user name: use lower-case letters, digits, '_' "
                                 "or '-', at most 21 characters")
-        if shutil.which("useradd") is None:
+        useradd = reaper.tool("useradd")
+        if useradd is None:
             raise IdentityError("making users needs useradd: name existing users instead (USER1,USER2)")
         made = []
         try:
             for _ in range(max(1, jobs)):
                 name = prefix + secrets.token_hex(4)
-                added = reaper.run(["useradd", "--system", "--user-group", "--no-create-home", "--shell",
+                added = reaper.run([useradd, "--system", "--user-group", "--no-create-home", "--shell",
                                         "/usr/sbin/nologin", name], stdin=subprocess.DEVNULL, capture_output=True,
                                        text=True)
                 if added.returncode != 0:

@@ -43,16 +43,16 @@ def as_user(user):
 
 def reported_paths(python, user):
     """``lib/pythonX.Y`` under the prefixes ``python`` reports when run as ``user``, and its ``sys.path``
-    (untrusted: only absolute paths of existing folders are kept)."""
+    (untrusted: only absolute paths are kept)."""
     try:
         probe = reaper.run([python, "-I", "-c", REPORT], cwd="/", stdin=subprocess.DEVNULL, capture_output=True,
-                               preexec_fn=as_user(user), timeout=60)
+                           limit=1 << 20, preexec_fn=as_user(user), timeout=60)
         paths = json.loads(probe.stdout.decode("utf-8", "replace")[-(1 << 16):] or "[]")
     except (OSError, subprocess.SubprocessError, ValueError):
         return []
     if not isinstance(paths, list) or not all(isinstance(p, str) and os.path.isabs(p) for p in paths[:200]):
         return []
-    return [p for p in _libraries(paths[:4]) + paths[4:200] if os.path.isdir(p)]
+    return _libraries(paths[:4]) + paths[4:200]          # one not there yet: the folders above say who may make it
 
 
 def _libraries(prefixes):
@@ -118,14 +118,17 @@ def own_places(path=None, modules=None, maps="/proc/self/maps"):
     Python. Deep, walked whole: the standard library (imported lazily), the grader's own package, and the
     top-level package of every module imported so far (each folder of it; a module that is no package, its
     file). Shallow, each with what lies directly in it: every folder on ``sys.path`` (its ``.pth`` files run
-    at start-up, a module added there would be found before the one meant). And every executable file
-    mapped into the process (the interpreter, libpython, extension modules and the libraries they load), as
-    files. ``path``, ``modules``: ``sys.path`` and ``sys.modules`` unless given."""
+    at start-up, a module added there would be found before the one meant; one that does not exist yet, its
+    folders above). And every executable file mapped into the process (the interpreter, libpython, extension
+    modules and the libraries they load), as files; and the ``PYTHONPYCACHEPREFIX`` tree, if any. ``path``, ``modules``: ``sys.path`` and ``sys.modules`` unless given."""
+    stdlibs = {sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib")}   # imports what it reads first
     path = sys.path if path is None else path
     modules = dict(sys.modules if modules is None else modules)
-    shallow = {os.path.abspath(p or os.curdir) for p in path if isinstance(p, str) and os.path.exists(p or os.curdir)}
+    shallow = {os.path.abspath(p or os.curdir) for p in path if isinstance(p, str)}   # missing: who may make it
     deep = {os.path.dirname(os.path.abspath(__file__))}
-    for stdlib in {sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib")}:
+    if sys.pycache_prefix:                                # PYTHONPYCACHEPREFIX: where its imports' pycs are read
+        deep.add(os.path.abspath(sys.pycache_prefix))
+    for stdlib in stdlibs:
         if os.path.isdir(stdlib):
             shallow.add(stdlib)
             deep.update(os.path.join(stdlib, name) for name in os.listdir(stdlib)
@@ -153,14 +156,21 @@ def _mapped_code(maps):
     """The files mapped executable into this process (``/proc/self/maps``)."""
     try:
         with open(maps, encoding="utf-8", errors="surrogateescape") as f:
-            lines = f.read().splitlines()
+            return mapped_files(f.read())
     except OSError:
         return []
+
+
+def mapped_files(maps):
+    """The existing files mapped executable in ``maps`` (the text of a ``/proc/PID/maps``; untrusted: only
+    absolute paths of regular files are kept, at most 1000)."""
     found = set()
-    for line in lines:
+    for line in maps.splitlines():
         fields = line.split(None, 5)
         if len(fields) == 6 and "x" in fields[1] and fields[5].startswith("/") and os.path.isfile(fields[5]):
             found.add(fields[5])
+            if len(found) >= 1000:
+                break
     return sorted(found)
 
 

@@ -13,6 +13,7 @@ import errno
 import grp
 import os
 import stat
+import struct
 import subprocess
 
 from autograder import reaper, tree
@@ -84,11 +85,34 @@ def groups_of(user):
     return {user.pw_gid} | {g.gr_gid for g in grp.getgrall() if user.pw_name in g.gr_mem}
 
 
-def can_write(info, user, groups):
-    """Whether ``user`` (in ``groups``) may change what ``info`` (an lstat result) describes."""
+ACL_ACCESS = "system.posix_acl_access"   # its value: a version (u32), then (tag u16, permissions u16, id u32)
+ACL_USER, ACL_GROUP_OBJ, ACL_GROUP = 0x02, 0x04, 0x08
+ACL_WRITE = 0x02
+
+
+def can_write(info, user, groups, path=None):
+    """Whether ``user`` (in ``groups``) may change what ``info`` (a stat result of ``path``) describes: as its
+    owner, as anyone, through its group, or through an entry of its POSIX ACL naming the user or one of the
+    groups (where an ACL has such entries, the mode's group bits are its mask, so only a group-writable
+    mode can let one of them write)."""
     if info.st_uid == user.pw_uid or info.st_mode & stat.S_IWOTH:
         return True
-    return bool(info.st_mode & stat.S_IWGRP) and info.st_gid in groups
+    if not info.st_mode & stat.S_IWGRP:
+        return False
+    return info.st_gid in groups or (path is not None and _acl_lets_write(path, user, groups))
+
+
+def _acl_lets_write(path, user, groups):
+    try:
+        acl = os.getxattr(path, ACL_ACCESS)
+    except OSError:                                       # none, or a file system without ACLs
+        return False
+    for at in range(4, len(acl) - 7, 8):
+        tag, permissions, who = struct.unpack_from("<HHI", acl, at)
+        if permissions & ACL_WRITE and ((tag == ACL_USER and who == user.pw_uid)
+                                        or (tag == ACL_GROUP and who in groups)):
+            return True
+    return False
 
 
 def writable_by(paths, user):
@@ -99,32 +123,42 @@ def writable_by(paths, user):
 
 def writable_by_each(paths, users, shallow=()):
     """``writable_by`` for each of ``users`` (a list per user, in order), in one walk of ``paths``;
-    ``shallow``: folders looked at with what lies directly in them alone."""
+    ``shallow``: folders looked at with what lies directly in them alone. A path that does not exist is
+    looked at through the folders above it (whoever may write there may make it)."""
     who = [(user, groups_of(user), []) for user in users]
     uids = sorted({user.pw_uid for user in users})
-    gids = set().union(*(groups for _, groups, _ in who))
 
     def anyone(info):
         """Whether any of the users might change it: a cheap test first, since a Python's tree is ~100,000
         entries and almost all are someone else's, writable by their owner alone."""
-        return (info.st_uid in uids or info.st_mode & stat.S_IWOTH
-                or (info.st_mode & stat.S_IWGRP and info.st_gid in gids))
+        return info.st_uid in uids or info.st_mode & (stat.S_IWOTH | stat.S_IWGRP)    # group: or by an ACL
 
-    def check(info, path, sticky_ok=False):
+    def check(info, path, above=False):
+        """``above``: a folder above what was named, which a user can swap the tree under unless it is
+        sticky (only an entry's owner may rename it) and not the user's own."""
         for user, groups, found in who:
-            if can_write(info, user, groups) and not (sticky_ok and info.st_mode & stat.S_ISVTX):
+            if can_write(info, user, groups, path) and not (above and info.st_mode & stat.S_ISVTX
+                                                            and info.st_uid != user.pw_uid):
                 found.append(path)
 
     folders, shallow_folders, above = [], [], set()
     for top, deep in [(p, True) for p in paths] + [(p, False) for p in shallow]:
-        parent = os.path.dirname(os.path.abspath(top))
-        while parent not in above:                        # a writable folder above lets it swap the whole tree
-            above.add(parent)
-            check(os.lstat(parent), parent, sticky_ok=True)
-            if parent == os.path.dirname(parent):
-                break
-            parent = os.path.dirname(parent)
-        info = os.lstat(top)
+        for parent in (os.path.abspath(top), os.path.realpath(top)):  # the folders named, and those reached
+            while parent != os.path.dirname(parent):                 # one writable lets it swap the tree
+                parent = os.path.dirname(parent)
+                if parent in above:
+                    break
+                above.add(parent)
+                try:
+                    info = os.lstat(parent)
+                except FileNotFoundError:                 # whoever may write the folder above may make it
+                    continue
+                if not stat.S_ISLNK(info.st_mode):        # a link's bits mean nothing; where it leads is checked
+                    check(info, parent, above=True)
+        try:
+            info = os.lstat(top)
+        except FileNotFoundError:                         # (a sys.path entry) the folders above tell who could
+            continue
         if stat.S_ISDIR(info.st_mode):
             (folders if deep else shallow_folders).append(top)
         else:

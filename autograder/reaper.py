@@ -13,8 +13,11 @@ orphan), and the program embedding it should start no other processes while grad
 import contextlib
 import ctypes
 import os
+import resource
+import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 
@@ -23,6 +26,9 @@ PR_SET_CHILD_SUBREAPER = 36
 _lock = threading.Lock()            # held while starting a process and while sweeping orphans
 _ours = set()                       # processes this module started and has not reaped yet
 _subreaper = None
+SYSTEM_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"      # where the grader's helpers are found, whatever PATH says
+HELPER_ENV = {"PATH": SYSTEM_PATH, "HOME": "/", "LANG": "C.UTF-8",   # all a helper (or a zygote) is given
+              "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
 def become_subreaper():
@@ -47,28 +53,60 @@ def spawn(start):
     return proc
 
 
-def run(args, timeout=None, **options):
+def tool(name):
+    """The path of the system program ``name`` (useradd, unshare) on ``SYSTEM_PATH``, or None. Never looked
+    up on the grader's PATH, which may name a folder a sandbox user can write (it runs as root)."""
+    return shutil.which(name, path=SYSTEM_PATH)
+
+
+def run(args, timeout=None, limit=None, **options):
     """``subprocess.run(args, timeout=timeout, **options)`` for a helper of the grader's own (a probe, find,
     useradd), started through ``spawn``: a part ending meanwhile does not take it for an orphan and kill it.
-    On timeout it is killed with everything it started and ``subprocess.TimeoutExpired`` raised, as
-    ``subprocess.run`` does (which would wait for ever on a process it started that keeps its pipes open)."""
-    if options.pop("capture_output", False):
-        options.update(stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    proc = spawn(lambda: subprocess.Popen(args, **options))
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except BaseException:
-        _sweep_once([proc.pid])          # it and all it started: one holding its pipes would block the read
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.communicate(timeout=1.0)
-        for pipe in (proc.stdin, proc.stdout, proc.stderr):
-            if pipe is not None:
-                pipe.close()
-        proc.wait()
-        raise
-    finally:
-        reaped(proc)
+    Its environment is ``HELPER_ENV`` unless ``env`` is given: nothing of the grader's own (a helper may
+    run as a sandbox user). On timeout it is killed with everything it started and
+    ``subprocess.TimeoutExpired`` raised, as ``subprocess.run`` does (which would wait for ever on a process
+    it started that keeps its pipes open). ``limit``: with ``capture_output``, the bytes kept of each output
+    of a helper that runs code the grader does not trust (a probe of a Python as a sandbox user): it writes
+    to files it may make no larger (``RLIMIT_FSIZE``), read back here, rather than to pipes read whole."""
+    options.setdefault("env", HELPER_ENV)
+    with contextlib.ExitStack() as files:
+        kept = []                                         # the files it writes to, with a limit
+        if options.pop("capture_output", False):
+            if limit is None:
+                options.update(stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            else:
+                kept = [files.enter_context(tempfile.TemporaryFile()) for _ in range(2)]
+                options.update(stdout=kept[0], stderr=kept[1], preexec_fn=_bounded(options.get("preexec_fn"), limit))
+        proc = spawn(lambda: subprocess.Popen(args, **options))
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except BaseException:
+            _sweep_once([proc.pid])      # it and all it started: one holding its pipes would block the read
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.communicate(timeout=1.0)
+            for pipe in (proc.stdin, proc.stdout, proc.stderr):
+                if pipe is not None:
+                    pipe.close()
+            proc.wait()
+            raise
+        finally:
+            reaped(proc)
+        if kept:
+            out, err = (_read_back(file, limit) for file in kept)
     return subprocess.CompletedProcess(args, proc.returncode, out, err)
+
+
+def _bounded(preexec_fn, limit):
+    def start():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+        if preexec_fn is not None:
+            preexec_fn()
+    return start
+
+
+def _read_back(file, limit):
+    file.seek(0)
+    return file.read(limit)
 
 
 def reaped(proc):

@@ -22,7 +22,6 @@ import dataclasses
 import os
 import resource
 import select
-import shutil
 import signal
 import stat
 import subprocess
@@ -143,7 +142,7 @@ def pid_namespace():
     it off."""
     if not _unshare:
         wanted = os.geteuid() == 0 and os.environ.get("MYTORCH_GRADER_PID_NAMESPACE", "1") != "0"
-        path = shutil.which("unshare") if wanted else None
+        path = reaper.tool("unshare") if wanted else None
         if path is not None:
             try:
                 probe = reaper.run([path, "--pid", "--fork", "--kill-child", "true"], capture_output=True,
@@ -224,8 +223,7 @@ class _Pipes:
 
 
 def _env(work, timeout):
-    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": work, "TMPDIR": work, "LANG": "C.UTF-8",
-            "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+    return {**reaper.HELPER_ENV, "HOME": work, "TMPDIR": work,
             "MYTORCH_GRADER_DUMP_AFTER": f"{max(timeout - 1.0, 0.75 * timeout):g}"}    # where an endless loop is
 
 

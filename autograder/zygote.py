@@ -412,8 +412,7 @@ class _Generation:
         self.started, self.exits, self.next_id = {}, {}, 0
         self.alive, self.ready, self.failure, self.proc, self.control = False, False, "", None, None
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/", "LANG": "C.UTF-8",
-               "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+        env = reaper.HELPER_ENV
         try:
             self.proc = template.fork_zygote(theirs.fileno()) if template is not None else None
             if self.proc is None:

@@ -259,6 +259,14 @@ def test_the_graders_own_python_is_checked_for_what_it_loaded_and_what_it_may_im
     os.chmod(site, 0o1777)                                # anyone may add a module to a folder on sys.path
     assert refused() == [str(site)]
     assert os.path.dirname(interpreter.__file__) in interpreter.own_places(path=[], modules={})[0]
+    os.chmod(site, 0o755)
+    later = tmp_path / "later"                            # a sys.path entry not there yet (python311.zip)
+    later.mkdir()
+    os.chown(later, user.pw_uid, user.pw_gid)
+    assert [p for _, p in interpreter.own_exposed([user], path=[str(later / "python311.zip")], modules={})] \
+        == [str(later)]
+    monkeypatch.setattr(sys, "pycache_prefix", str(later / "pycache"))       # PYTHONPYCACHEPREFIX
+    assert [p for _, p in interpreter.own_exposed([user], path=[], modules={})] == [str(later)]
 
 
 def test_clearing_what_one_user_left_never_holds_back_another_users_children(monkeypatch):
@@ -294,3 +302,117 @@ def test_clearing_what_one_user_left_never_holds_back_another_users_children(mon
         t.join(5)
     assert cleared == ["mytorch-nobody-b", "mytorch-nobody-a"] and sandbox._users[slow.pw_uid] == 1
     sandbox._users[slow.pw_uid] = 0
+
+
+def _as_user(user, action):
+    """Whether ``action()`` succeeds in a child running as ``user``: the kernel's own answer to what the user
+    may do, the oracle ``writable_by`` is checked against."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setgroups([])
+            os.setgid(user.pw_gid)
+            os.setuid(user.pw_uid)
+            action()
+            os._exit(0)
+        except BaseException:
+            os._exit(1)
+    return os.waitpid(pid, 0)[1] == 0
+
+
+def _acl(entries):
+    """The bytes of a POSIX access ACL (the kernel's xattr format): version 2, then (tag, permissions, id)."""
+    import struct
+    return struct.pack("<I", 2) + b"".join(struct.pack("<HHI", tag, perm, ident) for tag, perm, ident in entries)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving files to other users needs root")
+@pytest.mark.parametrize("lister", ["find", "python"])
+def test_what_a_user_could_change_is_what_the_kernel_lets_it_change(tmp_path, monkeypatch, lister):
+    """Each case is asked of the kernel too, in a child running as the user: a file whose POSIX ACL names the
+    user or its group with write (and one whose mask takes that away), a sticky world-writable folder above
+    that is the user's own (it may rename what is in it) and one that is root's (it may not), a link above
+    leading into a folder of the user's and one leading into root's, a path not there yet under a folder of
+    the user's and under root's. ``writable_by`` finds what the kernel lets the user change and nothing
+    else."""
+    import pwd
+    if lister == "python":
+        monkeypatch.setattr(isolation, "FIND", None)
+    user = pwd.struct_passwd(("mytorch-nobody-a", "x", 64001, 64001, "", "/", "/bin/false"))
+    import pathlib
+    import tempfile
+    base = pathlib.Path(tempfile.mkdtemp(prefix="mytorch-kernel-"))     # one the user may reach (not tmp_path)
+    os.chmod(base, 0o755)
+    try:
+        _compare_with_the_kernel(base, user)
+    finally:
+        shutil.rmtree(base)
+
+
+def _compare_with_the_kernel(base, user):
+
+    def folder(name, owner=0, mode=0o755):
+        path = base / name
+        path.mkdir(parents=True)
+        os.chown(path, owner, owner)
+        os.chmod(path, mode)
+        return path
+
+    def module(path):
+        path.write_text("x = 1\n")
+        os.chmod(path, 0o644)
+        return path
+
+    try:
+        os.setxattr(module(base / "probe.py"), isolation.ACL_ACCESS, _acl([(1, 6, 0), (4, 4, 0), (0x20, 4, 0)]))
+    except OSError:
+        pytest.skip("no POSIX ACLs on this file system")
+    acls = folder("acls")
+    user_entry, group_entry, masked = (module(acls / f"{name}.py") for name in ("user", "group", "masked"))
+    os.setxattr(user_entry, isolation.ACL_ACCESS,      # user::rw- user:64001:rw- group::r-- mask::rw- other::r--
+                _acl([(1, 6, 0), (2, 6, 64001), (4, 4, 0), (0x10, 6, 0), (0x20, 4, 0)]))
+    os.setxattr(group_entry, isolation.ACL_ACCESS,     # ... group:64001:rw- ...
+                _acl([(1, 6, 0), (4, 4, 0), (8, 6, 64001), (0x10, 6, 0), (0x20, 4, 0)]))
+    os.setxattr(masked, isolation.ACL_ACCESS,          # user:64001:rw- but mask::r--
+                _acl([(1, 6, 0), (2, 6, 64001), (4, 4, 0), (0x10, 4, 0), (0x20, 4, 0)]))
+    theirs_sticky = folder("theirs-sticky", user.pw_uid, 0o1777)
+    root_sticky = folder("root-sticky", 0, 0o1777)
+    for sticky in (theirs_sticky, root_sticky):
+        module(folder(f"{sticky.name}/pkg") / "m.py")
+    theirs = folder("theirs", user.pw_uid)
+    roots = folder("roots")
+    module(folder("theirs/pkg") / "m.py")
+    module(folder("roots/pkg") / "m.py")
+    os.symlink(theirs, base / "to-theirs")
+    os.symlink(roots, base / "to-roots")
+
+    def rename_in(parent, name):
+        return lambda: os.rename(parent / name, parent / (name + ".moved"))
+
+    def undo(parent, name):
+        if (parent / (name + ".moved")).exists():
+            os.rename(parent / (name + ".moved"), parent / name)
+
+    kernel = {}
+    for path in (user_entry, group_entry, masked):
+        kernel[str(path)] = _as_user(user, lambda: open(path, "r+").close())
+    for parent in (theirs_sticky, root_sticky, theirs, roots):
+        kernel[str(parent)] = _as_user(user, rename_in(parent, "pkg"))
+        undo(parent, "pkg")
+    kernel[str(theirs / "not-yet")] = _as_user(user, lambda: os.mkdir(theirs / "not-yet"))
+    kernel[str(roots / "not-yet")] = _as_user(user, lambda: os.mkdir(roots / "not-yet"))
+    for made in (theirs / "not-yet", roots / "not-yet"):
+        if made.exists():
+            os.rmdir(made)
+    assert kernel == {str(user_entry): True, str(group_entry): True, str(masked): False,
+                      str(theirs_sticky): True, str(root_sticky): False, str(theirs): True, str(roots): False,
+                      str(theirs / "not-yet"): True, str(roots / "not-yet"): False}
+
+    assert sorted(isolation.writable_by([str(acls)], user)) == sorted(
+        str(p) for p in (user_entry, group_entry) if kernel[str(p)])
+    assert isolation.writable_by([str(theirs_sticky / "pkg")], user) == [str(theirs_sticky)]
+    assert isolation.writable_by([str(root_sticky / "pkg")], user) == []
+    assert isolation.writable_by([str(base / "to-theirs" / "pkg")], user) == [str(theirs)]
+    assert isolation.writable_by([str(base / "to-roots" / "pkg")], user) == []
+    assert isolation.writable_by_each([], [user], shallow=[str(theirs / "not-yet"), str(roots / "not-yet")]) \
+        == [[str(theirs)]]

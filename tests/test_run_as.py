@@ -444,15 +444,34 @@ def test_batch_pool_keeps_concurrent_submissions_apart(sandbox_user):
 
 
 def test_batch_makes_its_users_and_deletes_them(sandbox_user):
+    """With the system's own useradd, userdel and groupdel, whatever the grader's PATH says (it runs them as
+    root after student code ran; a folder on PATH may be one someone else can write), and nothing of the
+    grader's environment reaches a process it starts (the Python probes run as the sandbox user)."""
     _, python, home = sandbox_user
     root = _world_readable_dir(os.path.join(home, "made-"))
     subs = os.path.join(root, "subs")
     make_submission(os.path.join(subs, "alice"))
+    decoys = _world_readable_dir(os.path.join(root, "bin-"))
+    seen = _world_readable_dir(os.path.join(root, "seen-"))
+    os.chmod(seen, 0o1777)
+    for name in ("useradd", "userdel", "groupdel", "unshare", "find", "python3"):
+        with open(os.path.join(decoys, name), "w") as f:
+            f.write(f"#!/bin/sh\necho {name} >> {seen}/decoys\nexit 1\n")
+        os.chmod(os.path.join(decoys, name), 0o755)
+    wrapper = os.path.join(decoys, "python")                  # records the environment each Python start gets
+    with open(wrapper, "w") as f:
+        f.write(f'#!/bin/sh\nenv > "$(mktemp {seen}/env-XXXXXX)"\nexec {python} "$@"\n')
+    os.chmod(wrapper, 0o755)
     prefix = "mtp" + secrets.token_hex(3)
-    proc = _batch(subs, prefix + "*", python, _world_readable_dir(os.path.join(root, "tmp-")))
+    proc = _batch(subs, prefix + "*", wrapper, _world_readable_dir(os.path.join(root, "tmp-")),
+                  extra_env={"PATH": decoys + ":" + os.environ["PATH"], "MYTORCH_TEST_SECRET": "hush"})
     assert proc.returncode == 0, proc.stderr
     assert _scores(subs)["alice"] == 100
     assert not [u.pw_name for u in pwd.getpwall() if u.pw_name.startswith(prefix)]
+    assert not os.path.exists(os.path.join(seen, "decoys"))
+    environments = [open(os.path.join(seen, name)).read() for name in os.listdir(seen)]
+    assert len(environments) >= 3                      # the probes as the user, the template, the solution
+    assert not [e for e in environments if "hush" in e or decoys in e]
 
 
 def test_a_python_the_sandbox_user_could_change_is_refused(sandbox_user):
@@ -477,6 +496,39 @@ def test_a_python_the_sandbox_user_could_change_is_refused(sandbox_user):
     make_submission(os.path.join(subs, "alice"))
     proc = _batch(subs, user.pw_name, python, tempfile.gettempdir())
     assert proc.returncode == 0 and _scores(subs)["alice"] == 100      # the same Python, once it is root's alone
+
+
+def test_a_library_the_python_loads_from_outside_its_tree_that_the_sandbox_user_could_change_is_refused(
+        sandbox_user):
+    """The zygote imports NumPy as root: every file mapped executable then counts, also one from outside the
+    Python's own tree (here a copy of a system library that a root-owned --python wrapper preloads, in a
+    folder of the user's)."""
+    import glob
+    make_user, python, home = sandbox_user
+    user = make_user()
+    system = sorted(glob.glob("/lib/*-linux-gnu/libutil.so.1") + glob.glob("/usr/lib/*-linux-gnu/libutil.so.1"))
+    if not system:
+        pytest.skip("no libutil.so.1 to preload")
+    folder = _world_readable_dir(os.path.join(home, "preload-"))
+    theirs = os.path.join(folder, "theirs")
+    os.mkdir(theirs)
+    library = os.path.join(theirs, "libutil.so.1")
+    shutil.copy(system[0], library)
+    os.chmod(library, 0o755)
+    os.chown(library, user.pw_uid, user.pw_gid)
+    wrapper = os.path.join(folder, "python")
+    with open(wrapper, "w") as f:
+        f.write(f'#!/bin/sh\nLD_PRELOAD={library} exec {python} "$@"\n')
+    os.chmod(wrapper, 0o755)
+    command = [sys.executable, "-m", "autograder", "1.1", "--run-as", user.pw_name, "--python", wrapper]
+    proc = subprocess.run(command, cwd=REPO, env=dict(os.environ, PYTHONPATH=""), capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"user {user.pw_name} could change {library}, which a Python of this run" in proc.stderr
+    os.chown(library, 0, 0)
+    proc = subprocess.run(command, cwd=REPO, env=dict(os.environ, PYTHONPATH=""), capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0 and "1.1" in proc.stdout, proc.stdout + proc.stderr
 
 
 def test_the_graders_own_python_the_sandbox_user_could_change_is_refused_before_student_code_runs(sandbox_user):
