@@ -140,11 +140,11 @@ def grade(root, parts=None, timeout=20.0, memory_mb=1024, verbose=False, fresh_s
     try:
         with gate.shared():
             def compile_when_ready():
+                checkout = instructor_checkout()                 # the grader's own, compiled while it waits
+                known = sandbox.known_sources(checkout, user) if checkout else None
                 if ready is not None:
                     ready()
-                checkout = instructor_checkout()
-                return sandbox.compiled(root, timeout, memory_mb, user, worker,
-                                        sandbox.known_sources(checkout, user) if checkout else None)
+                return sandbox.compiled(root, timeout, memory_mb, user, worker, known)
             with concurrent.futures.ThreadPoolExecutor(max_workers=1) as aside:    # compiled (never run) meanwhile
                 compiling = aside.submit(compile_when_ready)
                 if loaded is None:

@@ -102,8 +102,14 @@ def _within(path, folder):
 
 def _tops(places):
     """``places`` without those inside another of them (walked with it)."""
-    places = sorted({os.path.normpath(p) for p in places})
-    return [p for p in places if not any(p != q and _within(p, q) for q in places)]
+    places = {os.path.normpath(p) for p in places}
+    return sorted(p for p in places if not any(above in places for above in _above(p)))
+
+
+def _above(path):
+    while path != os.path.dirname(path):
+        path = os.path.dirname(path)
+        yield path
 
 
 def _writable(tops, users):

@@ -110,7 +110,7 @@ def test_run_past_its_timeout_returns_though_what_the_helper_started_holds_its_p
     every one of them killed."""
     start = {"child": "os.fork() == 0", "new session": "os.fork() == 0 and os.setsid()",
              "double fork": "os.fork() == 0 and os.fork() == 0"}[hide]
-    code = ("import os, sys, time\n"
+    code = (f"import os, sys, time  # {os.getpid()} {hide}\n"          # told apart from another test's
             f"if {start}:\n    print(os.getpid(), flush=True)\n    time.sleep(60)\n"
             "time.sleep(60)\n")
     reaper.become_subreaper()
@@ -121,7 +121,7 @@ def test_run_past_its_timeout_returns_though_what_the_helper_started_holds_its_p
     assert not reaper._ours
     assert _until(lambda: not _children())
     assert not [pid for pid, (_, state) in reaper._table().items()
-                if state != "Z" and _command(pid).startswith(sys.executable.encode() + b"\0-c\0import os, sys")]
+                if state != "Z" and _command(pid).startswith(sys.executable.encode() + b"\0-c\0" + code.encode())]
 
 
 def _command(pid):
