@@ -27,6 +27,7 @@ def main(argv=None):
     if argv and argv[0] == "gradescope":
         from autograder import gradescope
         return gradescope.main(argv[1:])
+    _check_early(argv)
     from autograder import zygote
     worker = zygote.early(argv)                       # starts importing NumPy while the grader does
     try:
@@ -35,6 +36,32 @@ def main(argv=None):
     finally:
         if worker is not None:
             worker.close()
+
+
+def _check_early(argv):
+    """Under ``--run-as USER --python PATH`` (as root), start the checks of PATH for USER now (the probe of it
+    as USER importing NumPy, the walk of its files: ``interpreter.check_early``), while this process imports
+    NumPy and the grader. The probe runs as USER alone, as the checks would run it anyway; anything odd
+    (another spelling, no such user) leaves it all to them."""
+    import os
+    options = {}
+    for k, arg in enumerate(argv):
+        for name in ("--run-as", "--python"):
+            if arg == name and k + 1 < len(argv):
+                options[name] = argv[k + 1]
+            elif arg.startswith(name + "="):
+                options[name] = arg[len(name) + 1:]
+    if set(options) != {"--run-as", "--python"} or os.geteuid() != 0:
+        return
+    import pwd
+    try:
+        user = pwd.getpwnam(options["--run-as"])
+    except (KeyError, ValueError):
+        return
+    python = os.path.abspath(options["--python"])
+    if user.pw_uid != 0 and os.path.isfile(python) and os.access(python, os.X_OK):
+        from autograder import interpreter
+        interpreter.check_early(python, user)
 
 
 if __name__ == "__main__":

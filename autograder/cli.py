@@ -20,10 +20,6 @@ from autograder import course, grade, interpreter, isolation, reaper, report, sa
 GRADESCOPE_RESULTS = "/autograder/results/results.json"
 HERE = os.path.dirname(os.path.abspath(__file__))
 FULL_DISK = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
-# what the probe of a Python as a sandbox user runs: what a zygote imports as root, then the files that mapped
-# (the libraries NumPy and the interpreter load from outside the Python's own tree are checked too)
-LIBRARIES = "import numpy, sys; sys.stdout.write(open('/proc/self/maps').read())"
-PROBE_BYTES = 1 << 20            # of each of its outputs
 
 
 def default_submission():
@@ -132,7 +128,7 @@ def resolve_python(parser, path, users=(), later=False, whole_grader=True):
     if not users:
         return (python, lambda: None) if later else python
     if later and python is not None:
-        _refuse_exposed(parser, interpreter.exposed([python], list(users)))
+        _refuse_exposed(parser, interpreter.exposed_checked([python], list(users)))
     checking = concurrent.futures.ThreadPoolExecutor(max_workers=1)
     checked = checking.submit(_check_python, parser, python, list(users), whole_grader,
                               later and python is not None)
@@ -144,12 +140,9 @@ def resolve_python(parser, path, users=(), later=False, whole_grader=True):
 
 
 def _check_python(parser, python, users, whole_grader, python_checked):
-    def probe(user):
-        return reaper.run([python or sys.executable, "-I", "-c", LIBRARIES], timeout=60, cwd="/",
-                          stdin=subprocess.DEVNULL, capture_output=True, limit=PROBE_BYTES,
-                          preexec_fn=interpreter.as_user(user))
     with concurrent.futures.ThreadPoolExecutor(max_workers=len(users)) as pool:
-        probes = [pool.submit(probe, user) for user in users]     # they run while the Pythons' files are checked
+        probes = [pool.submit(interpreter.numpy_probed, python or sys.executable, user)     # while the Pythons'
+                  for user in users]                                                         # files are checked
         whole = {python or sys.executable} - ({python} if python_checked else set())
         if whole_grader or python is None:                # student code may import anything the grader's has
             whole.add(sys.executable)

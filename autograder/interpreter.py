@@ -41,6 +41,43 @@ def as_user(user):
     return become
 
 
+# what the probe of a Python as a sandbox user runs: what a zygote imports as root, then the files that mapped
+# (the libraries NumPy and the interpreter load from outside the Python's own tree are checked too)
+NUMPY_PROBE = "import numpy, sys; sys.stdout.write(open('/proc/self/maps').read())"
+PROBE_BYTES = 1 << 20            # kept of each of its outputs
+_early = {}                      # (what, python, uid) -> the Future of a numpy_probe or exposed started early
+
+
+def numpy_probe(python, user):
+    """``python`` run as ``user`` (a pwd entry) importing NumPy: a ``subprocess.CompletedProcess`` whose stdout
+    is its ``/proc/self/maps`` (``mapped_files``), or the exception ``reaper.run`` raised."""
+    return reaper.run([python, "-I", "-c", NUMPY_PROBE], timeout=60, cwd="/", stdin=subprocess.DEVNULL,
+                      capture_output=True, limit=PROBE_BYTES, preexec_fn=as_user(user))
+
+
+def check_early(python, user):
+    """Start ``numpy_probe(python, user)`` and ``exposed([python], [user])`` in the background now
+    (``__main__``, before the grader imports NumPy, while a core is idle); ``numpy_probed`` and
+    ``exposed_checked`` take their results."""
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=2)
+    _early[("probe", python, user.pw_uid)] = pool.submit(numpy_probe, python, user)
+    _early[("exposed", python, user.pw_uid)] = pool.submit(exposed, [python], [user])
+    pool.shutdown(wait=False)
+
+
+def numpy_probed(python, user):
+    """What ``numpy_probe(python, user)`` gives: the one ``check_early`` started, if any, else run now."""
+    future = _early.pop(("probe", python, user.pw_uid), None)
+    return future.result() if future is not None else numpy_probe(python, user)
+
+
+def exposed_checked(pythons, users):
+    """What ``exposed(pythons, users)`` gives: the one ``check_early`` started, if it is the same, else now."""
+    future = _early.pop(("exposed", pythons[0], users[0].pw_uid), None) if len(pythons) == len(users) == 1 \
+        else None
+    return future.result() if future is not None else exposed(pythons, users)
+
+
 def reported_paths(python, user):
     """``lib/pythonX.Y`` under the prefixes ``python`` reports when run as ``user``, and its ``sys.path``
     (untrusted: only absolute paths are kept)."""
