@@ -45,3 +45,17 @@ def test_executes_in_a_fresh_kernel(path, notebook_cache):
     assert not any(o.output_type == "error" for o in outputs)
     if notebook_cache is not None:
         site.cache_executed(path, nb, REPO, notebook_cache)
+
+
+def test_a_kernel_gets_one_blas_thread_unless_the_environment_names_more(tmp_path, monkeypatch):
+    """Two kernels run at once on the notebooks' small matrices, where a BLAS thread pool only spins; an
+    instructor's own setting still wins."""
+    from handout import site
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    cell = nbformat.v4.new_code_cell("import os\n"
+                                     "print(os.environ.get('OPENBLAS_NUM_THREADS'), os.environ.get('OMP_NUM_THREADS'))")
+    path = str(tmp_path / "threads.ipynb")
+    nbformat.write(nbformat.v4.new_notebook(cells=[cell]), path)
+    ran = site.execute_notebook(path, REPO)
+    assert ran.cells[0].outputs[0].text.split() == ["1", "3"]
