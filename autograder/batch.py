@@ -31,8 +31,8 @@ import tempfile
 import threading
 import time
 
-from autograder import (class_report, cli, fairness, grade, identities, isolation, reaper, report, submissions, tree,
-                        untrusted, zygote)
+from autograder import (class_report, cli, fairness, grade, identities, isolation, reaper, report, sandbox, submissions,
+                        tree, untrusted, zygote)
 
 STATE = ".batch.json"            # in REPORT: the seed a --fresh-seed batch drew, for a resumed run
 
@@ -94,6 +94,8 @@ def sandbox_users(parser, value, jobs, python, solution=None):
         cli.refuse_writable(parser, users.users, [grader], "the grader's files")
         cli.refuse_writable(parser, users.users, [os.path.join(solution, "mytorch")] if solution else [],
                             "the solution, which runs as root")
+        for user in users.users:                          # what an earlier run left (the checks killed its processes)
+            sandbox.clear_user(user)
     except BaseException:
         users.close()
         raise

@@ -127,6 +127,7 @@ def resolve_python(parser, path, users=(), later=False, whole_grader=True):
     python = os.path.abspath(path) if path is not None else None
     if not users:
         return (python, lambda: None) if later else python
+    interpreter.clear_before_probes(users)
     if later and python is not None:
         _refuse_exposed(parser, interpreter.exposed_checked([python], list(users)))
     checking = concurrent.futures.ThreadPoolExecutor(max_workers=1)
@@ -240,6 +241,14 @@ def _clear_the_way(path):
         return False
 
 
+def ready_for(user, checked):
+    """``checked()`` (the checks of the Pythons, which run as ``user`` too), then ``user`` (None: none) cleared
+    of what an earlier run may have left (IPC objects, temporary files; its processes the checks killed): run
+    before anything of the submission runs as ``user``."""
+    checked()
+    sandbox.clear_user(user)
+
+
 def _placeholder(parts, message):
     return [grade.PartResult(p, 0.0, "error", message) for p in parts]
 
@@ -286,7 +295,7 @@ def main_grade(argv, worker=None):
                           "--submission DIR.")
         results = grade.grade(root, parts, timeout=args.timeout, memory_mb=args.memory, verbose=args.verbose,
                               fresh_seed=fresh_seed, solution=solution, jobs=args.jobs, user=user, python=python,
-                              progress=progress, worker=worker, ready=python_checked)
+                              progress=progress, worker=worker, ready=lambda: ready_for(user, python_checked))
         progress.finish()
         if fresh_seed is not None:
             console.print(f"Graded on fresh cases from seed {fresh_seed}.")

@@ -46,6 +46,7 @@ def as_user(user):
 NUMPY_PROBE = "import numpy, sys; sys.stdout.write(open('/proc/self/maps').read())"
 PROBE_BYTES = 1 << 20            # kept of each of its outputs
 _early = {}                      # (what, python, uid) -> the Future of a numpy_probe or exposed started early
+_cleared = set()                 # uids whose earlier processes this run has killed (clear_before_probes)
 
 
 def numpy_probe(python, user):
@@ -55,10 +56,22 @@ def numpy_probe(python, user):
                       capture_output=True, limit=PROBE_BYTES, preexec_fn=as_user(user))
 
 
+def clear_before_probes(users):
+    """Kill every process of each of ``users`` (pwd entries), once a run, before its probes start: they are the
+    first things a run starts as a user, and a process of that user from before (left by a run killed before
+    it could clear the user, or started as it by anyone) could trace a probe, which is dumpable once it has
+    exec'd, and forge what it reports, or lie in wait for the run's children."""
+    for user in users:
+        if user.pw_uid not in _cleared:
+            reaper.kill_user(user)
+            _cleared.add(user.pw_uid)
+
+
 def check_early(python, user):
     """Start ``numpy_probe(python, user)`` and ``exposed([python], [user])`` in the background now
     (``__main__``, before the grader imports NumPy, while a core is idle); ``numpy_probed`` and
     ``exposed_checked`` take their results."""
+    clear_before_probes([user])
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=2)
     _early[("probe", python, user.pw_uid)] = pool.submit(numpy_probe, python, user)
     _early[("exposed", python, user.pw_uid)] = pool.submit(exposed, [python], [user])

@@ -594,3 +594,58 @@ def test_a_solution_the_sandbox_user_could_change_is_refused(sandbox_user, tmp_p
                               env=dict(os.environ, PYTHONPATH=""), capture_output=True, text=True, timeout=300)
         assert proc.returncode == 2, proc.stdout + proc.stderr
         assert f"user {user.pw_name} could change the solution, which runs as root" in proc.stderr
+
+
+# run as the sandbox user before a grade: says so of every other process of that user it sees, until killed
+WATCHER = """
+import os, sys, time
+me, seen = os.getuid(), {os.getpid()}
+print('watching', flush=True)
+for _ in range(60000):
+    for name in os.listdir('/proc'):
+        if name.isdigit() and int(name) not in seen:
+            try:
+                if os.stat('/proc/' + name).st_uid != me:
+                    continue
+                with open('/proc/%s/cmdline' % name, 'rb') as f:
+                    command = f.read(200).replace(b'\\0', b' ').decode(errors='replace')
+            except OSError:
+                continue
+            seen.add(int(name))
+            print('ran as the user while I watched:', command, flush=True)
+    time.sleep(0.002)
+"""
+
+
+@pytest.mark.parametrize("mode", ["grade", "batch"])
+def test_a_process_the_sandbox_user_left_running_is_gone_before_anything_runs_as_it(sandbox_user, mode):
+    """A process of the user from before the run (a run killed before it could clear the user, or anyone's) could
+    trace the probe of the Python, forge what it reports, or tamper with the children: it is killed before the
+    first of them starts, in a grade (whose probe starts before the grader imports NumPy) and in batch."""
+    make_user, python, home = sandbox_user
+    user = make_user()
+    subs = os.path.join(_world_readable_dir(os.path.join(home, "left-")), "subs")
+    make_submission(os.path.join(subs, "alice"))
+    read, write = os.pipe()
+    watcher = subprocess.Popen([python, "-I", "-c", WATCHER], stdout=write, stderr=subprocess.DEVNULL, cwd="/",
+                               preexec_fn=lambda: (os.setgroups([]), os.setgid(user.pw_gid), os.setuid(user.pw_uid)))
+    os.close(write)
+    try:
+        with os.fdopen(read, "r") as said:
+            assert said.readline() == "watching\n"
+            command = (["--submission", os.path.join(subs, "alice"), "1.1", "2.1"] if mode == "grade"
+                       else ["batch", subs])
+            proc = subprocess.run([sys.executable, "-m", "autograder", *command, "--run-as", user.pw_name, "--python",
+                                   python], cwd=REPO, env=dict(os.environ, PYTHONPATH=""), capture_output=True,
+                                  text=True, timeout=300)
+            assert watcher.wait(timeout=10) == -9
+            seen = said.read()
+    finally:
+        watcher.kill()
+        watcher.wait()
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert seen == "", seen
+    if mode == "grade":
+        assert "Total" in proc.stdout and "100.00/100" not in proc.stdout, proc.stdout    # two parts graded
+    else:
+        assert _scores(subs)["alice"] == 100
