@@ -115,24 +115,30 @@ def resolve_user(parser, name):
 def resolve_python(parser, path, users=(), later=False, whole_grader=True):
     """The child's Python (None: this one), checked to run and import numpy as each of ``users`` (pwd
     entries), and refused if one of them could change what it or the grader's own Python runs
-    (``interpreter``). ``later``: return ``(python, finish)`` while the checks are still under way (they take
-    a few tenths of a second, which the grade spends starting its zygote and loading references meanwhile);
-    ``finish()`` waits for them, a usage error if one fails, and must return before anything runs as a
-    sandbox user (``grade.grade(ready=)``). Only a ``--python``'s own files are checked before this returns:
-    the grade starts that Python as root at once. ``whole_grader``: the grader's own Python is checked whole
-    (batch, which imports matplotlib as root later); else, when student code runs another Python, only what
-    this process has loaded (``interpreter.own_exposed``: a single grade imports nothing more of it)."""
+    (``interpreter``). ``later``: return ``(python, finish)`` while the checks of the grader's own Python are
+    still under way (they take a tenth of a second, which the grade spends starting its zygote and loading
+    references meanwhile); ``finish()`` waits for them, a usage error if one fails, and must return before
+    anything runs as a sandbox user (``grade.grade(ready=)``). A ``--python``'s own checks (its files, every
+    library it maps once NumPy is imported, and the grader's package, which its zygote loads) are done before
+    this returns: the grade starts that Python as root at once. ``whole_grader``: the grader's own Python is checked whole (batch, which imports
+    matplotlib as root later); else, when student code runs another Python, only what this process has
+    loaded (``interpreter.own_exposed``: a single grade imports nothing more of it)."""
     if path is not None and not (os.path.isfile(path) and os.access(path, os.X_OK)):
         parser.error(f"--python: {path} is not an executable file")
     python = os.path.abspath(path) if path is not None else None
     if not users:
         return (python, lambda: None) if later else python
     interpreter.clear_before_probes(users)
-    if later and python is not None:
-        _refuse_exposed(parser, interpreter.exposed_checked([python], list(users)))
+    first = later and python is not None
+    if first:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=len(users)) as pool:
+            probes = [pool.submit(interpreter.numpy_probed, python, user) for user in users]
+            exposed = interpreter.exposed_checked([python], list(users))
+        _refuse_exposed(parser, exposed)
+        _refuse_probed(parser, python, users, probes)
+        refuse_writable(parser, users, [HERE], "the grader's files, which its zygote runs as root")
     checking = concurrent.futures.ThreadPoolExecutor(max_workers=1)
-    checked = checking.submit(_check_python, parser, python, list(users), whole_grader,
-                              later and python is not None)
+    checked = checking.submit(_check_python, parser, python, list(users), whole_grader, first)
     checking.shutdown(wait=False)
     if later:
         return python, checked.result
@@ -141,14 +147,26 @@ def resolve_python(parser, path, users=(), later=False, whole_grader=True):
 
 
 def _check_python(parser, python, users, whole_grader, python_checked):
-    with concurrent.futures.ThreadPoolExecutor(max_workers=len(users)) as pool:
-        probes = [pool.submit(interpreter.numpy_probed, python or sys.executable, user)     # while the Pythons'
-                  for user in users]                                                         # files are checked
+    """The checks ``resolve_python`` promises, but those of a ``python_checked`` --python already done."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(users)) as pool:     # probed while the files
+        probes = [] if python_checked else [pool.submit(interpreter.numpy_probed, python or sys.executable, user)
+                                            for user in users]                      # are checked
         whole = {python or sys.executable} - ({python} if python_checked else set())
         if whole_grader or python is None:                # student code may import anything the grader's has
             whole.add(sys.executable)
         exposed = interpreter.exposed(sorted(whole), users) if whole else []
         own = interpreter.own_exposed(users)
+    _refuse_probed(parser, python, users, probes)
+    _refuse_exposed(parser, exposed)
+    for user, path in own:
+        parser.error(f"user {user.pw_name} could change {path}, which the grader runs or may import as root: "
+                     "student code could plant code there; make it writable by root alone (a folder on the "
+                     "grader's sys.path, such as the current one under python -m, counts too)")
+
+
+def _refuse_probed(parser, python, users, probes):
+    """A usage error if a user's probe of ``python`` (``interpreter.numpy_probe``, Futures in the order of
+    ``users``) failed, or if a user could change a library it mapped."""
     libraries = set()
     for user, probed in zip(users, probes):
         try:
@@ -163,13 +181,8 @@ def _check_python(parser, python, users, whole_grader, python_checked):
             parser.error(f"user {user.pw_name} cannot run {python or sys.executable} with numpy "
                          f"({untrusted.text(' '.join(problem), 300)}): give --python PATH, e.g. a venv made from "
                          "the system Python with numpy installed")
-    _refuse_exposed(parser, exposed)
     _refuse_exposed(parser, [(user, found[0]) for user, found in zip(users, _writable_libraries(libraries, users))
                              if found])
-    for user, path in own:
-        parser.error(f"user {user.pw_name} could change {path}, which the grader runs or may import as root: "
-                     "student code could plant code there; make it writable by root alone (a folder on the "
-                     "grader's sys.path, such as the current one under python -m, counts too)")
 
 
 def _writable_libraries(libraries, users):

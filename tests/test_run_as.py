@@ -498,6 +498,41 @@ def test_a_python_the_sandbox_user_could_change_is_refused(sandbox_user):
     assert proc.returncode == 0 and _scores(subs)["alice"] == 100      # the same Python, once it is root's alone
 
 
+def _logging_wrapper(folder, python, prefix=""):
+    """A root-owned ``--python`` in ``folder`` that runs ``prefix python "$@"`` and appends the uid it runs as to
+    a log only root may write (the log's path: it exists once root has run it)."""
+    wrapper, log = os.path.join(folder, "python"), os.path.join(folder, "started")
+    with open(wrapper, "w") as f:
+        f.write(f'#!/bin/sh\necho "$(id -u)" >> {log} 2>/dev/null\n{prefix}exec {python} "$@"\n')
+    os.chmod(wrapper, 0o755)
+    return wrapper, log
+
+
+def test_grader_files_the_sandbox_user_could_change_are_refused_before_the_python_runs_as_root(sandbox_user):
+    """The zygote of the --python loads grader modules that the grader itself has not imported (the per-part
+    entry, the tracer) as root: a grader whose such file the user could change is refused before it starts."""
+    make_user, python, home = sandbox_user
+    user = make_user()
+    folder = _world_readable_dir(os.path.join(home, "grader-"))
+    grader = make_grader_copy(os.path.join(folder, "copy"))
+    worker = os.path.join(grader, "autograder", "worker.py")
+    os.chown(worker, user.pw_uid, user.pw_gid)
+    wrapper, log = _logging_wrapper(folder, python)
+    command = [sys.executable, "-m", "autograder", "1.1", "--run-as", user.pw_name, "--python", wrapper,
+               "--submission", make_submission(os.path.join(folder, "alice"))]
+    proc = subprocess.run(command, cwd=grader, env=dict(os.environ, PYTHONPATH=""), capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert not os.path.exists(log), "the --python ran as root before it was refused"
+    assert f"user {user.pw_name} could change the grader's files" in proc.stderr and worker in proc.stderr
+    os.chown(worker, 0, 0)
+    proc = subprocess.run(command, cwd=grader, env=dict(os.environ, PYTHONPATH=""), capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0 and "1.1" in proc.stdout, proc.stdout + proc.stderr
+    with open(log) as f:
+        assert "0" in f.read().split()
+
+
 def test_a_library_the_python_loads_from_outside_its_tree_that_the_sandbox_user_could_change_is_refused(
         sandbox_user):
     """The zygote imports NumPy as root: every file mapped executable then counts, also one from outside the
@@ -516,19 +551,20 @@ def test_a_library_the_python_loads_from_outside_its_tree_that_the_sandbox_user_
     shutil.copy(system[0], library)
     os.chmod(library, 0o755)
     os.chown(library, user.pw_uid, user.pw_gid)
-    wrapper = os.path.join(folder, "python")
-    with open(wrapper, "w") as f:
-        f.write(f'#!/bin/sh\nLD_PRELOAD={library} exec {python} "$@"\n')
-    os.chmod(wrapper, 0o755)
+    wrapper, log = _logging_wrapper(folder, python, f"LD_PRELOAD={library} ")
     command = [sys.executable, "-m", "autograder", "1.1", "--run-as", user.pw_name, "--python", wrapper]
-    proc = subprocess.run(command, cwd=REPO, env=dict(os.environ, PYTHONPATH=""), capture_output=True, text=True,
-                          timeout=300)
-    assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert f"user {user.pw_name} could change {library}, which a Python of this run" in proc.stderr
+    for extra in ([], ["--fresh-seed", "5"]):             # fresh cases: the solution's child runs it as root
+        proc = subprocess.run(command + extra, cwd=REPO, env=dict(os.environ, PYTHONPATH=""), capture_output=True,
+                              text=True, timeout=300)
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert f"user {user.pw_name} could change {library}, which a Python of this run" in proc.stderr
+    assert not os.path.exists(log), "the --python ran as root before it was refused"
     os.chown(library, 0, 0)
     proc = subprocess.run(command, cwd=REPO, env=dict(os.environ, PYTHONPATH=""), capture_output=True, text=True,
                           timeout=300)
     assert proc.returncode == 0 and "1.1" in proc.stdout, proc.stdout + proc.stderr
+    with open(log) as f:
+        assert "0" in f.read().split()                    # the log would have shown root: once it may run so
 
 
 def test_the_graders_own_python_the_sandbox_user_could_change_is_refused_before_student_code_runs(sandbox_user):
