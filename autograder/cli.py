@@ -118,9 +118,9 @@ def resolve_python(parser, path, users=(), later=False, whole_grader=True):
     (``interpreter``). ``later``: return ``(python, finish)`` while the checks of the grader's own Python are
     still under way (they take a tenth of a second, which the grade spends starting its zygote and loading
     references meanwhile); ``finish()`` waits for them, a usage error if one fails, and must return before
-    anything runs as a sandbox user (``grade.grade(ready=)``). A ``--python``'s own checks (its files, every
-    library it maps once NumPy is imported, and the grader's package, which its zygote loads) are done before
-    this returns: the grade starts that Python as root at once. ``whole_grader``: the grader's own Python is checked whole (batch, which imports
+    anything runs as a sandbox user (``grade.grade(ready=)``). The grader's package, which the grade's zygote
+    loads as root, and a ``--python``'s own checks (its files, every library it maps once NumPy is imported)
+    are done before this returns: the grade starts that zygote at once. ``whole_grader``: the grader's own Python is checked whole (batch, which imports
     matplotlib as root later); else, when student code runs another Python, only what this process has
     loaded (``interpreter.own_exposed``: a single grade imports nothing more of it)."""
     if path is not None and not (os.path.isfile(path) and os.access(path, os.X_OK)):
@@ -136,7 +136,7 @@ def resolve_python(parser, path, users=(), later=False, whole_grader=True):
             exposed = interpreter.exposed_checked([python], list(users))
         _refuse_exposed(parser, exposed)
         _refuse_probed(parser, python, users, probes)
-        refuse_writable(parser, users, [HERE], "the grader's files, which its zygote runs as root")
+    refuse_writable(parser, users, [HERE], "the grader's files, which its zygote runs as root")
     checking = concurrent.futures.ThreadPoolExecutor(max_workers=1)
     checked = checking.submit(_check_python, parser, python, list(users), whole_grader, first)
     checking.shutdown(wait=False)

@@ -521,9 +521,10 @@ def running(count, python=None):
 def early(argv):
     """A ``Zygote`` of this Python for a plain grade about to parse ``argv``, started before the grader imports
     NumPy and loads the references, so that both happen at once; None when the grade may not use one (no
-    zygotes, another ``--python``, or only help asked for). It runs no student code, and the same interpreter
-    as the grader itself, so starting it before the options are checked exposes nothing more."""
-    if not enabled() or any(a.startswith("--python") or a in ("-h", "--help") for a in argv):
+    zygotes, another ``--python``, ``--run-as``, whose user must first be found unable to change the grader
+    modules the zygote loads as root, or only help asked for). It runs no student code, and the same
+    interpreter as the grader itself, so starting it before the options are checked exposes nothing more."""
+    if not enabled() or any(a.startswith(("--python", "--run-as")) or a in ("-h", "--help") for a in argv):
         return None
     return Zygote(sys.executable)
 

@@ -277,6 +277,15 @@ def test_a_plain_grade_starts_its_zygote_before_its_imports_and_uses_that_one(mo
     assert not zygotes()
 
 
+@pytest.mark.parametrize("argv", [["--python", sys.executable], ["--python=" + sys.executable],
+                                  ["--run-as", "nobody"], ["--run-as=nobody", "1.1"], ["-h"]])
+def test_no_zygote_starts_early_where_it_must_wait_for_the_checks(argv, monkeypatch):
+    """Another Python's zygote runs as root only once that Python is checked; under --run-as, once the user is
+    found unable to change the grader modules the zygote loads (``cli.resolve_python``)."""
+    monkeypatch.setattr(zygote, "Zygote", lambda *a, **k: pytest.fail(f"a zygote started early for {argv}"))
+    assert zygote.early(argv) is None
+
+
 @pytest.mark.parametrize("argv", [["99.9"], ["--no-such-option"], ["--help"], ["--python", "/no/such/python"]])
 def test_a_usage_error_leaves_no_zygote_behind(argv, capsys):
     from autograder import __main__ as entry
