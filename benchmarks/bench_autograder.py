@@ -15,9 +15,13 @@
    the same run (the copies are byte for byte the same). Target: at most 0.6x. It also says what 1,000
    submissions would take at that rate.
 
+The grader's packages are compiled to bytecode first, as an installed grader's first run leaves them: where
+PYTHONDONTWRITEBYTECODE is set, every grade would otherwise compile its thirty modules again (0.2 s of CPU).
+
 Measured here, never asserted in a test.
 """
 import argparse
+import compileall
 import os
 import shutil
 import statistics
@@ -122,6 +126,8 @@ def main():
     parser.add_argument("--python", default=None, metavar="PATH", help="the Python --run-as USER runs")
     parser.add_argument("--no-batch", action="store_true", help="only the single grades")
     args = parser.parse_args()
+    for package in ("autograder", "mytorch"):
+        compileall.compile_dir(os.path.join(REPO, package), quiet=1)
     with tempfile.TemporaryDirectory() as tmp:
         os.chmod(tmp, 0o755)
         single_grades(args, tmp)
