@@ -16,9 +16,7 @@ which only bounds them and shows them (``feedback``). Standard library only: the
 before any student code runs.
 """
 import ast
-import inspect
 import os
-import textwrap
 
 # hints of recognised BPTT mistakes (stored with the reference data by the generator), and the place each names
 FUTURE_DROPPED = ("these values are what BPTT without the gradient from step t+1 would give: at step t the "
@@ -49,14 +47,28 @@ METHODS = ("backward", "_backward_direction", "_run_direction")
 
 
 def _function(layer, name):
-    """(ast of the method, its file, its first line), or None."""
+    """(ast of the method, its file, 1: its nodes' lines are the file's), or None. Found in the ast of its whole
+    file by its name and first line: ``ast.parse`` is C, where ``inspect.getsourcelines`` tokenizes in Python
+    (with regular expressions each child compiles again), a fifth of a sequence part's time in the child."""
     method = getattr(type(layer), name, None)
     code = getattr(method, "__code__", None)
     if code is None:
         return None
-    lines, first = inspect.getsourcelines(method)
-    tree = ast.parse(textwrap.dedent("".join(lines)))
-    return tree.body[0], code.co_filename, first
+    for node in ast.walk(_parsed(code.co_filename)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == code.co_name \
+                and min([node.lineno] + [d.lineno for d in node.decorator_list]) == code.co_firstlineno:
+            return node, code.co_filename, 1
+    return None
+
+
+_trees = {}                      # file -> its ast: the three methods are usually in one file
+
+
+def _parsed(filename):
+    if filename not in _trees:
+        with open(filename, "rb") as f:
+            _trees[filename] = ast.parse(f.read(), filename)
+    return _trees[filename]
 
 
 def _first_for(node):

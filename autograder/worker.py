@@ -78,7 +78,8 @@ def source_only(root, pycs=None):
             raise ImportError("not the submission's")   # the next hook, Python's own, takes it
         return sources(path)
     sys.path_hooks.insert(0, finder)
-    sys.path_importer_cache.clear()
+    for cached in [p for p in sys.path_importer_cache if not (isinstance(p, str) and os.path.isabs(p)) or inside(p)]:
+        del sys.path_importer_cache[cached]     # the hook takes these; NumPy's own finders stay as they were
     original = machinery.SourceFileLoader.get_code
 
     def get_code(self, fullname):

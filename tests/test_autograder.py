@@ -144,6 +144,53 @@ def test_every_bptt_hint_is_shown_at_the_students_line():
         assert chosen and all(m.variant and m.located == "line" and m.path == "nn/recurrent.py" for m in chosen), hint
 
 
+LAYERS_SOURCE = """\
+def logged(method):
+    method.logged = True
+    return method
+
+
+class Other:
+    def backward(self, dY):
+        for k in range(3):
+            pass
+
+
+class Layer:
+    @logged
+    def backward(self, dY):
+        total = 0
+        for layer in range(2):
+            total += layer
+
+    def _backward_direction(self, dY, state):
+        for t in reversed(range(4)):
+            state = state + dY[t]
+            self.cell.backward(state)
+"""
+
+
+def test_places_names_the_line_of_the_students_own_method(tmp_path):
+    """``places.find`` reads the method that runs, by its file and first line: not another class's method of
+    the same name in that file, and a decorated one counted from its decorator (as Python counts it)."""
+    import importlib.util
+    (tmp_path / "mytorch").mkdir()
+    path = tmp_path / "mytorch" / "layers.py"
+    path.write_text(LAYERS_SOURCE)
+    spec_ = importlib.util.spec_from_file_location("student_layers", path)
+    layers = importlib.util.module_from_spec(spec_)
+    spec_.loader.exec_module(layers)
+    lines = LAYERS_SOURCE.splitlines()
+    at = {text: f"mytorch/layers.py:{lines.index(text) + 1}: {text.strip()}"
+          for text in lines if text.strip().startswith(("for", "self.cell", "state ="))}
+    assert places.find(layers.Layer(), str(tmp_path)) == {
+        "layer loop": at["        for layer in range(2):"], "time loop": at["        for t in reversed(range(4)):"],
+        "step gradient": at["            state = state + dY[t]"],
+        "masked gradient": at["            self.cell.backward(state)"]}
+    assert places.find(layers.Other(), str(tmp_path)) == {"layer loop": at["        for k in range(3):"]}
+    assert places.find(object(), str(tmp_path)) == {}
+
+
 def test_equals_for_plus_equals_is_caught_for_every_parameter_of_every_cell():
     """Each parameter a cell accumulates has its `=` mistake (the initial-state vectors of the TGRU are added
     once per sequence, so `=` is right for them)."""
