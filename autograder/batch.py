@@ -76,10 +76,11 @@ def batch_seed(args, folder):
     return cli.resolve_fresh_seed(args.fresh_seed)
 
 
-def sandbox_users(parser, value, jobs, python, solution=None):
+def sandbox_users(parser, value, jobs, python, solution=None, hidden=()):
     """The identity pool of ``--run-as`` (None without it) and the checked Python; usage errors for a pool
     that cannot be used, a Python a sandbox user cannot run or could change, or grader files (or the
-    solution) it could change."""
+    solution) it could change. What a user could read of the instructor's files and of ``hidden``
+    (``(folder, what it is)``) is hidden from its children (``cli.hide_from_users``)."""
     if value is None:
         return None, cli.resolve_python(parser, python)
     if os.geteuid() != 0:
@@ -94,6 +95,7 @@ def sandbox_users(parser, value, jobs, python, solution=None):
         cli.refuse_writable(parser, users.users, [grader], "the grader's files")
         cli.refuse_writable(parser, users.users, [os.path.join(solution, "mytorch")] if solution else [],
                             "the solution, which runs as root")
+        cli.hide_from_users(parser, users.users, cli.instructor_places(solution, [], python) + list(hidden))
         for user in users.users:                          # what an earlier run left (the checks killed its processes)
             sandbox.clear_user(user)
     except BaseException:
@@ -214,7 +216,8 @@ def main(argv):
     fresh_seed = batch_seed(args, folder_out)
     solution = cli.resolve_solution(args, fresh_seed)
     jobs = args.jobs or grade.default_jobs()
-    users, python = sandbox_users(parser, args.run_as, jobs, args.python, solution)
+    users, python = sandbox_users(parser, args.run_as, jobs, args.python, solution,
+                                  [(folder, "the submissions"), (report_dir, "the feedback and the class report")])
     if users is None:
         print(no_isolation_warning(), file=sys.stderr)
     else:

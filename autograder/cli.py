@@ -13,9 +13,10 @@ import secrets
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 
-from autograder import course, grade, interpreter, isolation, reaper, report, sandbox, tree, untrusted
+from autograder import course, grade, interpreter, ipc, isolation, reaper, report, sandbox, tree, untrusted
 
 GRADESCOPE_RESULTS = "/autograder/results/results.json"
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -214,6 +215,43 @@ def refuse_writable(parser, users, paths, what):
                          "alone first")
 
 
+def instructor_places(solution, graded, python):
+    """The folders of the instructor's checkout (this grader's, if it holds the solution) and of ``solution``
+    that student code has no business reading, as ``(folder, what it is)``: every folder at their top (the
+    solution's ``mytorch``, ``.git`` with its history, the notebooks, the tests), but the grader's own package
+    and any that holds what a child needs (the ``graded`` packages, the Python ``python`` it runs, the
+    temporary folder its work folder is in)."""
+    needed = [os.path.realpath(p) for p in [HERE, tempfile.gettempdir(), *graded,
+                                            *interpreter.disk_paths(python or sys.executable)]]
+    places = []
+    for top in sorted({os.path.realpath(t) for t in (grade.instructor_checkout(), solution) if t}):
+        with os.scandir(top) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False) and not any(interpreter.within(n, entry.path) for n in needed):
+                    places.append((entry.path, f"a folder of the instructor's checkout {top}"))
+    return places
+
+
+def hide_from_users(parser, users, places):
+    """Under ``--run-as``: each of ``places`` (``(folder, what it is)``) that one of ``users`` could read is
+    hidden from every child run as a sandbox user (``ipc.hide``: an empty tmpfs over it, in the child's own
+    mount namespace), or, where this machine cannot do that, a usage error that names the fix. (A submission
+    that can read the solution can import it, and print it into its feedback.)"""
+    if not users or not places:
+        return
+    what = {os.path.realpath(path): name for path, name in places}
+    try:
+        readable = isolation.readable_by_each(list(what), users)
+    except OSError as error:
+        parser.error(f"could not check what the sandbox users may read: {error}")
+    for user, found in zip(users, readable):
+        if found and not ipc.can_hide():
+            parser.error(f"user {user.pw_name} can read {found[0]} ({what[found[0]]}), and student code cannot be "
+                         f"kept from it here (no mount namespace can be made): make it readable by root alone "
+                         f"first (chmod -R go-rwx {found[0]})")
+    sandbox.hide(sorted({path for found in readable for path in found}))
+
+
 class ResultsNotWritten(str):
     """Why the results file could not be written (falsy results of ``write_results`` carry one)."""
 
@@ -284,6 +322,8 @@ def main_grade(argv, worker=None):
     solution = resolve_solution(args, fresh_seed)
     refuse_writable(parser, [user] if user else [], [os.path.join(solution, "mytorch")] if solution else [],
                     "the solution, which runs as root")
+    if user:
+        hide_from_users(parser, [user], instructor_places(args.solution, [os.path.join(root, "mytorch")], python))
     results_path = args.json or (GRADESCOPE_RESULTS if args.gradescope else None)
     start = time.monotonic()
     results = []

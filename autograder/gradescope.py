@@ -71,7 +71,7 @@ def _zero(results, problem, the_course=None, notes=()):
                                                  settings, list(notes)))
 
 
-def instructor_notes(root, grade_args):
+def instructor_notes(root, grade_args, python=None):
     """Add the run-as user and fresh cases to ``grade_args`` where this machine allows them; returns what the
     course staff must know about a mode that fell back (students never see it: it goes to stdout and to the
     results' ``extra_data``)."""
@@ -80,8 +80,11 @@ def instructor_notes(root, grade_args):
         try:
             pwd.getpwnam(STUDENT)
             grade_args += ["--run-as", STUDENT]
-            # the grader reads the references before any student code runs; the student may not read them
+            # the grader reads the references before any student code runs; the student may not read them,
+            # nor any other folder of the grader's (cli.instructor_places), hidden or not where it runs
             os.chmod(data.DATA_DIR, 0o700)
+            for place, _ in cli.instructor_places(None, [], python):
+                os.chmod(place, 0o700)
         except KeyError:
             notes.append(f"no user {STUDENT!r} (setup.sh makes it): student code ran with the grader's privileges "
                          "and could read the solution and rewrite its score")
@@ -136,7 +139,7 @@ def _run(args, root, results, submission, the_course):
         grade_args = ["--gradescope", "--json", results, "--submission", work]
         if args.python:
             grade_args += ["--python", args.python]
-        for note in instructor_notes(root, grade_args):
+        for note in instructor_notes(root, grade_args, args.python):
             grade_args += ["--instructor-note", note]
             print(f"INSTRUCTOR WARNING: {note}")          # stdout: shown to the course staff alone
         try:

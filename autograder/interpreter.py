@@ -140,13 +140,14 @@ def exposed(pythons, users):
         on_disk = _tops(set().union(*(disk_paths(python) for python in pythons)))
         found = _writable(on_disk, users)
         reported = _tops(set().union(*(probe.result() for probe in probes)))
-    beyond = [p for p in reported if not any(_within(p, q) for q in on_disk)]
+    beyond = [p for p in reported if not any(within(p, q) for q in on_disk)]
     if beyond:
         found = [a + b for a, b in zip(found, _writable(beyond, users))]
     return [(user, each[0]) for user, each in zip(users, found) if each]
 
 
-def _within(path, folder):
+def within(path, folder):
+    """Whether ``path`` is ``folder`` or inside it (both already normalised)."""
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
@@ -235,7 +236,7 @@ def own_exposed(users, path=None, modules=None):
     (``own_places``, which takes ``path`` and ``modules``), else []."""
     deep, shallow = own_places(path, modules)
     deep = _tops(deep)
-    shallow = [p for p in shallow if not any(_within(p, q) for q in deep)]     # nested, each is still looked at
+    shallow = [p for p in shallow if not any(within(p, q) for q in deep)]     # nested, each is still looked at
     try:
         found = isolation.writable_by_each(deep, users, shallow=shallow)
     except (OSError, tree.TreeError) as error:

@@ -25,7 +25,7 @@ import os
 
 CLONE_NEWIPC = 0x08000000
 CLONE_NEWNS = 0x00020000
-MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x4000, 0x40000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 0x1, 0x2, 0x4, 0x8, 0x4000, 0x40000
 SHM = b"/dev/shm"
 SHM_FILES = 4096                # files a child may make in its own /dev/shm
 IPC_RMID = 0
@@ -72,6 +72,47 @@ def own_shm(memory_mb):
         return False                                   # a mount here could reach the machine's: none is made
     options = f"size={memory_mb << 20},nr_inodes={SHM_FILES},mode=1777".encode()
     return _libc.mount(b"tmpfs", SHM, b"tmpfs", MS_NOSUID | MS_NODEV, options) == 0
+
+
+def hide(paths):
+    """Give the calling process (single-threaded, still root) a mount namespace of its own where no mount
+    propagates to the machine's, and there an empty read-only tmpfs, root's alone, over each of ``paths``
+    (folders): nothing in them can be reached by path. Only system calls. True if every one is hidden; else
+    the caller must not run student code."""
+    if _libc is None or _libc.unshare(CLONE_NEWNS) != 0:
+        return False
+    if _libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None) != 0:
+        return False                                   # a mount here could reach the machine's: none is made
+    flags = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC
+    return all(_libc.mount(b"tmpfs", os.fsencode(path), b"tmpfs", flags, b"size=4k,mode=0700") == 0
+               for path in paths)
+
+
+_can_hide = []                   # [True or False], once known
+
+
+def can_hide():
+    """True when ``hide`` works here (as root, where the kernel lets this process make a mount namespace and
+    mount a tmpfs in it), unless MYTORCH_GRADER_MOUNT_NAMESPACE=0: tried once, in a child over a folder of its
+    own."""
+    if not _can_hide:
+        import tempfile
+        works = False
+        if _libc is not None and os.geteuid() == 0 and os.environ.get("MYTORCH_GRADER_MOUNT_NAMESPACE", "1") != "0":
+            folder = tempfile.mkdtemp(prefix="mytorch-hide-")
+            try:
+                with open(os.path.join(folder, "seen"), "w"):
+                    pass
+                pid = os.fork()
+                if pid == 0:
+                    os._exit(0 if hide([folder]) and not os.listdir(folder) else 1)
+                works = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+            finally:
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join(folder, "seen"))
+                os.rmdir(folder)
+        _can_hide.append(works)
+    return _can_hide[0]
 
 
 def _objects(kind):

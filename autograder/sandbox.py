@@ -32,7 +32,7 @@ import time
 
 import numpy as np
 
-from autograder import cgroups, fairness, frames, ipc, reaper, tree, untrusted
+from autograder import cgroups, fairness, frames, interpreter, ipc, reaper, tree, untrusted
 
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")
 OUTPUT_LIMIT = 1 << 20          # what a child may print, and the size of any file it writes: 1 MiB
@@ -83,6 +83,15 @@ def _ended(user):
             if _users[user.pw_uid] == 0:
                 clear_user(user)                       # anything that reached outside the grader's tree
 _work_dirs = set()              # children's working folders not removed yet
+_hidden = []                    # folders no child run as a sandbox user may see (``hide``)
+
+
+def hide(folders):
+    """From now on, every child run as a sandbox user has an empty folder over each of ``folders`` (``ipc.hide``
+    in its own mount namespace): the instructor's files a sandbox user could read (``cli.hide_from_users``).
+    A folder inside another (the report in the class folder) is hidden with it."""
+    folders = set(_hidden) | set(folders)
+    _hidden[:] = sorted(f for f in folders if not any(interpreter.within(f, g) for g in folders if g != f))
 
 
 def real_uid(pid):
@@ -113,11 +122,14 @@ def _limits(memory_mb, cpu_seconds, user, switch_user=True, group=None):
     # of the same user from starting: each child may start PROCESS_LIMIT tasks beyond those running now.
     processes = _tasks_of(user.pw_uid) + PROCESS_LIMIT if user is not None else None
     own_ipc = ipc.wanted()
+    hidden = list(_hidden) if user is not None else []
 
     def apply():
         cgroups.join(group)                               # as root: the part's memory, all its processes
         if own_ipc:                                       # as root, before giving it up
             ipc.fresh_namespace(memory_mb)
+        if hidden and not ipc.hide(hidden):
+            raise OSError("the grader could not hide the instructor's files from student code")
         resource.setrlimit(resource.RLIMIT_AS, (memory_mb << 20, memory_mb << 20))
         resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
         resource.setrlimit(resource.RLIMIT_FSIZE, (OUTPUT_LIMIT, OUTPUT_LIMIT))
@@ -236,7 +248,8 @@ def _fork(zygote, root, work, fds, memory_mb, timeout, user, out_w, task, byteco
                 "cpu_seconds": int(timeout) + 1, "file_limit": OUTPUT_LIMIT,
                 "open_files": OPEN_FILES, "pid_namespace": pid_namespace() is not None,
                 "user": None if user is None else [user.pw_uid, user.pw_gid, _tasks_of(user.pw_uid) + PROCESS_LIMIT],
-                "task": task, "ipc_namespace": ipc.wanted(), "cgroup": group}
+                "task": task, "ipc_namespace": ipc.wanted(), "cgroup": group,
+                "hidden": list(_hidden) if user is not None else []}
     extra = []
     if bytecode:
         code_r, code_w = os.pipe()
@@ -273,7 +286,7 @@ def run_child(root, configs, inputs_list, timeout=20.0, memory_mb=1024, user=Non
         if outcome is not None:
             return outcome
     if task != "part":
-        return Outcome(failure="its zygote failed")
+        return Outcome(failure="could not be run: its zygote failed")
     return _run_child(root, configs, inputs_list, timeout, memory_mb, user, python, None, task, None)
 
 
@@ -497,7 +510,7 @@ def _outcome(code, pipes, timed_out, flooded, cases, memory_mb, timeout, start):
         if code is not None and code < 0:
             outcome.failure = _signal_reason(code, memory_mb, timeout)
         else:
-            outcome.failure = (f"the process exited with code {code} before returning its results "
+            outcome.failure = (f"exited with code {code} before returning its results "
                                "(does the code call sys.exit, os._exit or exit?)")
     else:
         try:

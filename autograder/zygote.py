@@ -169,6 +169,9 @@ def _child(command, fds):
             _worker()._load("cgroups").join(command["cgroup"])
         if command.get("ipc_namespace"):                 # as root, before giving it up (see ipc)
             _worker()._load("ipc").fresh_namespace(command["memory_mb"])
+        if command.get("hidden") and not _worker()._load("ipc").hide(command["hidden"]):
+            sys.stderr.write("the grader could not hide the instructor's files from student code\n")
+            raise SystemExit(1)
         import resource
         memory = command["memory_mb"] << 20
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))

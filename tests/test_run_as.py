@@ -685,3 +685,115 @@ def test_a_process_the_sandbox_user_left_running_is_gone_before_anything_runs_as
         assert "Total" in proc.stdout and "100.00/100" not in proc.stdout, proc.stdout    # two parts graded
     else:
         assert _scores(subs)["alice"] == 100
+
+
+# a submission that reads what it can of the places it is given, then runs the instructor's solution if it found
+# it (a submission with no code of its own would score full marks, even on --fresh-seed's new cases)
+SNOOP = '''\
+import os
+reached = []
+for place in {places!r}:
+    try:
+        names = sorted(os.listdir(place))
+        reached.append(place)
+        for name in names:
+            if os.path.isfile(os.path.join(place, name)):
+                open(os.path.join(place, name), "rb").read(64)
+                reached.append(os.path.join(place, name))
+    except OSError:
+        pass
+solution = {solution!r}
+if os.path.isfile(os.path.join(solution, "__init__.py")):
+    __path__ = [solution]
+    exec(compile(open(os.path.join(solution, "__init__.py")).read(), os.path.join(solution, "__init__.py"), "exec"))
+else:
+    raise ImportError(f"reached: {{reached}}")
+'''
+
+
+def _instructor_checkout(root):
+    """A grader that holds its solution, as an instructor's clone does (world-readable, with its history)."""
+    course = make_grader_copy(os.path.join(root, "course"))
+    shutil.copytree(os.path.join(REPO, "mytorch"), os.path.join(course, "mytorch"),
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    os.makedirs(os.path.join(course, ".git", "objects"))
+    with open(os.path.join(course, ".git", "objects", "solution"), "w") as f:
+        f.write(SECRET_TEXT)
+    for folder, dirs, files in os.walk(root):
+        for name in dirs + files:
+            os.chmod(os.path.join(folder, name), 0o755 if name in dirs else 0o644)
+    return course
+
+
+def _snoop(folder, places, solution):
+    os.makedirs(os.path.join(folder, "mytorch"))
+    with open(os.path.join(folder, "mytorch", "__init__.py"), "w") as f:
+        f.write(SNOOP.format(places=places, solution=solution))
+    return folder
+
+
+def test_a_submission_cannot_read_the_instructors_checkout(sandbox_user):
+    """Every folder of the instructor's checkout but the grader's package (the solution, its git history) is out
+    of the sandbox user's reach in every child, though the files are world-readable: an empty folder is mounted
+    over each in the child's own mount namespace. The same submission run without --run-as reads them all and
+    scores full marks with the solution's code (the attack works); where no mount namespace can be had, the
+    grader refuses to start until they are made root's alone."""
+    make_user, python, home = sandbox_user
+    user = make_user()
+    root = _world_readable_dir(os.path.join(home, "checkout-"))
+    course = _instructor_checkout(root)
+    places = [os.path.join(course, name) for name in (".git", ".git/objects", "mytorch", "mytorch/nn")]
+    sub = _snoop(os.path.join(root, "sub"), places, os.path.join(course, "mytorch"))
+    os.chmod(os.path.join(root, "sub"), 0o755)
+    results = os.path.join(root, "results.json")
+    env = dict(os.environ, PYTHONPATH="")
+
+    def grade(*extra, **more):
+        return subprocess.run([sys.executable, "-m", "autograder", "1.1", "2.1", "--submission", sub, "--json",
+                               results, *extra], cwd=course, env=dict(env, **more), capture_output=True, text=True,
+                              timeout=300)
+
+    def score():
+        with open(results) as f:
+            return json.load(f)["score"]
+
+    assert grade().returncode == 0 and score() == 9                       # run as root, it takes the solution
+    for extra in ([], ["--fresh-seed", "7"]):
+        for zygote in ("1", "0"):
+            proc = grade("--run-as", user.pw_name, "--python", python, *extra, MYTORCH_GRADER_ZYGOTE=zygote)
+            assert proc.returncode == 0 and score() == 0, proc.stdout + proc.stderr
+            assert "reached: []" in proc.stdout and SECRET_TEXT not in proc.stdout, proc.stdout
+    refused = grade("--run-as", user.pw_name, "--python", python, MYTORCH_GRADER_MOUNT_NAMESPACE="0")
+    assert refused.returncode == 2
+    assert f"user {user.pw_name} can read {os.path.realpath(course)}/" in refused.stderr
+    assert "make it readable by root alone first (chmod -R go-rwx" in refused.stderr
+    for name in (".git", "mytorch"):
+        os.chmod(os.path.join(course, name), 0o700)
+    proc = grade("--run-as", user.pw_name, "--python", python, MYTORCH_GRADER_MOUNT_NAMESPACE="0")
+    assert proc.returncode == 0 and "reached: []" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_a_submission_in_batch_cannot_read_the_others_or_their_feedback(sandbox_user):
+    """The class folder and the report folder are hidden from every child in batch as well (world-readable:
+    without that, a submission graded later could copy an earlier one's code, or read its feedback)."""
+    make_user, python, home = sandbox_user
+    user = make_user()
+    root = _world_readable_dir(os.path.join(home, "class-"))
+    course = _instructor_checkout(root)
+    subs, report = os.path.join(root, "subs"), os.path.join(root, "report")
+    make_submission(os.path.join(subs, "alice"))
+    places = [subs, os.path.join(subs, "alice"), os.path.join(subs, "alice", "mytorch"), report,
+              os.path.join(report, "feedback"), os.path.join(course, "mytorch")]
+    _snoop(os.path.join(subs, "zed"), places, os.path.join(subs, "alice", "mytorch"))
+    for folder, dirs, files in os.walk(root):
+        for name in dirs + files:
+            os.chmod(os.path.join(folder, name), 0o755 if name in dirs else 0o644)
+    proc = subprocess.run([sys.executable, "-m", "autograder", "batch", subs, "--out", report, "--run-as",
+                           user.pw_name, "--python", python, "--jobs", "1"], cwd=course,
+                          env=dict(os.environ, PYTHONPATH=""), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    with open(os.path.join(report, "scores.csv")) as f:
+        rows = {line.split(",")[0]: line.split(",") for line in f.read().splitlines()}
+    assert rows["alice"][-3] == "100" and rows["zed"][-3] == "0", rows
+    with open(os.path.join(report, "feedback", "zed.txt")) as f:
+        assert "reached: []" in f.read()
