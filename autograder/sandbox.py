@@ -295,7 +295,9 @@ def compiled(root, timeout=20.0, memory_mb=1024, user=None, zygote=None, known=N
     and re-encoded here, for ``run_child(bytecode=...)``; None if there is no zygote or anything failed.
     ``known``: ``{relative path: pyc}`` of trusted sources (``known_sources``); the child skips a file with
     the same bytes as one of them, and its pyc goes along instead (a part's child uses a pyc only for the
-    source it was compiled from, so nothing the child says can attach one to other code)."""
+    source it was compiled from, so nothing the child says can attach one to other code). Only for such a
+    file: the part's child holds what it is sent where student code can read it, so the solution's pyc of a
+    file the submission lacks or changed would hand it the solution."""
     if zygote is None:
         return None
     known = known or {}
@@ -303,9 +305,12 @@ def compiled(root, timeout=20.0, memory_mb=1024, user=None, zygote=None, known=N
     outcome = run_child(root, [{"known": hashes}], [{}], timeout, memory_mb, user, zygote=zygote, task="compile")
     if outcome.failure:
         return None
-    arrays = {key: a for key, a in (outcome.arrays or {}).items() if a.dtype == "u1" and a.ndim == 1}
-    for relative, pyc in known.items():                   # all of them, when the child compiled none
-        arrays.setdefault((0, relative), np.frombuffer(pyc, dtype=np.uint8))
+    arrays = {}
+    for key, array in (outcome.arrays or {}).items():
+        if array.dtype == "u1" and array.ndim == 1 and array.size:
+            arrays[key] = array
+        elif array.dtype == "u1" and array.ndim == 1 and key[1] in known:     # empty: the same as the known one
+            arrays[key] = np.frombuffer(known[key[1]], dtype=np.uint8)
     return frames.encode([], arrays) if arrays else None
 
 

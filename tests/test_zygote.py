@@ -4,6 +4,7 @@ forks nothing else), and it holds nothing a student may not see.
 (That a child cannot trace, read or signal it under --run-as is in tests/test_run_as.py.)"""
 import csv
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -11,7 +12,7 @@ import sys
 import pytest
 
 from autograder import batch, data, grade, reaper, sandbox, spec, zygote
-from tests.graderkit import load_results, make_submission, run_cli
+from tests.graderkit import REPO, load_results, make_submission, run_cli
 
 RNN_FORWARD = "        x, (h,), batched, _ = self._prepare(x, state)\n"
 
@@ -319,6 +320,46 @@ def test_a_submissions_copies_of_the_solutions_files_run_the_graders_pycs_under_
     assert pycs["mytorch/nn/init.py"] == known["mytorch/nn/init.py"]            # not compiled by the child
     assert pycs["mytorch/nn/gru_cell.py"] != known["mytorch/nn/gru_cell.py"]    # edited: compiled by it
     assert f"compiled as {os.path.join(sub, 'mytorch', 'nn', 'init.py')}" in result.output, result.output
+
+
+# a submission of one file: it looks in its own process for the bytecode the grader handed its child
+BYTECODE_SNOOP = """\
+import importlib.machinery
+held = []
+for cell in importlib.machinery.SourceFileLoader.get_code.__closure__ or ():
+    try:
+        value = cell.cell_contents
+    except ValueError:
+        continue
+    if isinstance(value, dict):
+        held += sorted(str(key).split("/mytorch/")[-1] for key in value)
+raise ImportError(f"bytecode held: {held}")
+"""
+
+
+def test_a_submission_is_handed_the_solutions_bytecode_of_no_file_it_lacks_or_changed(tmp_path):
+    """The grader sends a part's child the solution's pyc of a file only where the submission's file has the
+    same bytes (the student holds that source already). Student code can read what its child holds: the pyc
+    of a file the submission lacks, changed or broke would be the solution's code."""
+    from autograder import frames
+    known = sandbox.known_sources(grade.instructor_checkout())
+    sub = tmp_path / "sub"
+    (sub / "mytorch" / "nn").mkdir(parents=True)
+    (sub / "mytorch" / "__init__.py").write_text(BYTECODE_SNOOP)
+    (sub / "mytorch" / "nn" / "rnn_cell.py").write_text("def broken(:\n")             # does not compile
+    shutil.copy(os.path.join(REPO, "mytorch", "nn", "init.py"), sub / "mytorch" / "nn" / "init.py")
+    reaper.become_subreaper()
+    worker = zygote.Zygote()
+    try:
+        _, arrays = frames.decode(sandbox.compiled(str(sub), zygote=worker, known=known))
+        result, = grade.grade(str(sub), [spec.PARTS_BY_NUMBER["1.1"]], worker=worker)
+    finally:
+        worker.close()
+    lent = {relative: array.tobytes() for (_, relative), array in arrays.items()}
+    assert set(lent) == {"mytorch/__init__.py", "mytorch/nn/init.py"}              # its own two that compile
+    assert lent["mytorch/nn/init.py"] == known["mytorch/nn/init.py"]               # the same bytes: lent
+    assert lent["mytorch/__init__.py"] != known["mytorch/__init__.py"]
+    assert "bytecode held: ['nn/init.py']" in result.output, result.output
 
 
 @pytest.mark.parametrize("kind", ["timestamp", "checked hash", "unchecked hash"])
