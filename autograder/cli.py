@@ -218,17 +218,18 @@ def refuse_writable(parser, users, paths, what):
 def instructor_places(solution, graded, python):
     """The folders of the instructor's checkout (this grader's, if it holds the solution) and of ``solution``
     that student code has no business reading, as ``(folder, what it is)``: every folder at their top (the
-    solution's ``mytorch``, ``.git`` with its history, the notebooks, the tests), but the grader's own package
-    and any that holds what a child needs (the ``graded`` packages, the Python ``python`` it runs, the
-    temporary folder its work folder is in)."""
+    solution's ``mytorch``, ``.git`` with its history, the notebooks, the tests; for a link to a folder, that
+    folder), but the grader's own package and any that holds what a child needs (the ``graded`` packages,
+    the Python ``python`` it runs, the temporary folder its work folder is in)."""
     needed = [os.path.realpath(p) for p in [HERE, tempfile.gettempdir(), *graded,
                                             *interpreter.disk_paths(python or sys.executable)]]
     places = []
     for top in sorted({os.path.realpath(t) for t in (grade.instructor_checkout(), solution) if t}):
         with os.scandir(top) as entries:
             for entry in entries:
-                if entry.is_dir(follow_symlinks=False) and not any(interpreter.within(n, entry.path) for n in needed):
-                    places.append((entry.path, f"a folder of the instructor's checkout {top}"))
+                place = os.path.realpath(entry.path)      # a link to a folder: the folder (hidden by both names)
+                if entry.is_dir() and not any(interpreter.within(n, place) for n in needed):
+                    places.append((place, f"a folder of the instructor's checkout {top}"))
     return places
 
 

@@ -719,6 +719,9 @@ def _instructor_checkout(root):
     os.makedirs(os.path.join(course, ".git", "objects"))
     with open(os.path.join(course, ".git", "objects", "solution"), "w") as f:
         f.write(SECRET_TEXT)
+    shutil.copytree(os.path.join(REPO, "mytorch"), os.path.join(root, "elsewhere", "mytorch"),
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    os.symlink(os.path.join(root, "elsewhere"), os.path.join(course, "published"))     # a link to a folder
     for folder, dirs, files in os.walk(root):
         for name in dirs + files:
             os.chmod(os.path.join(folder, name), 0o755 if name in dirs else 0o644)
@@ -742,8 +745,8 @@ def test_a_submission_cannot_read_the_instructors_checkout(sandbox_user):
     user = make_user()
     root = _world_readable_dir(os.path.join(home, "checkout-"))
     course = _instructor_checkout(root)
-    places = [os.path.join(course, name) for name in (".git", ".git/objects", "mytorch", "mytorch/nn")]
-    sub = _snoop(os.path.join(root, "sub"), places, os.path.join(course, "mytorch"))
+    places = [os.path.join(course, name) for name in (".git", ".git/objects", "mytorch", "mytorch/nn", "published")]
+    sub = _snoop(os.path.join(root, "sub"), places, os.path.join(course, "published", "mytorch"))
     os.chmod(os.path.join(root, "sub"), 0o755)
     results = os.path.join(root, "results.json")
     env = dict(os.environ, PYTHONPATH="")
@@ -765,9 +768,9 @@ def test_a_submission_cannot_read_the_instructors_checkout(sandbox_user):
             assert "reached: []" in proc.stdout and SECRET_TEXT not in proc.stdout, proc.stdout
     refused = grade("--run-as", user.pw_name, "--python", python, MYTORCH_GRADER_MOUNT_NAMESPACE="0")
     assert refused.returncode == 2
-    assert f"user {user.pw_name} can read {os.path.realpath(course)}/" in refused.stderr
+    assert f"user {user.pw_name} can read {os.path.realpath(root)}/" in refused.stderr     # the checkout's, or elsewhere
     assert "make it readable by root alone first (chmod -R go-rwx" in refused.stderr
-    for name in (".git", "mytorch"):
+    for name in (".git", "mytorch", "published"):
         os.chmod(os.path.join(course, name), 0o700)
     proc = grade("--run-as", user.pw_name, "--python", python, MYTORCH_GRADER_MOUNT_NAMESPACE="0")
     assert proc.returncode == 0 and "reached: []" in proc.stdout, proc.stdout + proc.stderr
