@@ -3,6 +3,7 @@ the attacks of tests/securitykit.py plus a batch whose one submission attacks th
 Skipped, with the reason, when not root or when the Python cannot be built."""
 import json
 import contextlib
+import ctypes
 import csv
 import os
 import pwd
@@ -800,3 +801,60 @@ def test_a_submission_in_batch_cannot_read_the_others_or_their_feedback(sandbox_
     assert rows["alice"][-3] == "100" and rows["zed"][-3] == "0", rows
     with open(os.path.join(report, "feedback", "zed.txt")) as f:
         assert "reached: []" in f.read()
+
+
+ADD_KEY, KEYCTL = {"x86_64": (248, 250), "aarch64": (217, 219), "riscv64": (217, 219), "ppc64le": (269, 271),
+                   "s390x": (278, 280)}.get(os.uname().machine, (None, None))
+# keys left in every keyring of the uid that outlives its processes: the user keyring, the user session keyring
+# and the persistent keyring (kept for days, and across a user deleted and another given its uid)
+KEYS_LEFT = (
+    "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nL = ctypes.c_long\n"
+    "libc.syscall(L({keyctl}), L(1), L(0))\n"                    # a session keyring: possessing what it links
+    "persistent = libc.syscall(L({keyctl}), L(22), L(-1), L(-3))\n"
+    "added = [libc.syscall(L({add_key}), b'user', b'left-' + bytes([65 + k]), b'data', L(4), L(ring))\n"
+    "         for k, ring in enumerate((-4, -5, persistent))]\n"
+    "raise ValueError(f'keys added: {{sum(a > 0 for a in added)}}')")
+
+
+def _keys_of(user):
+    """How many keys each keyring of ``user``'s uid that outlives its processes holds, read as that user."""
+    syscall = ctypes.CDLL(None, use_errno=True).syscall
+
+    def keyctl(*args):
+        return syscall(ctypes.c_long(KEYCTL), *(ctypes.c_long(a) for a in args))
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setgroups([])
+            os.setgid(user.pw_gid)
+            os.setuid(user.pw_uid)
+            keyctl(1, 0)                                              # a session keyring of its own
+            persistent = keyctl(22, -1, -3)
+            buffer = ctypes.create_string_buffer(1 << 12)
+            counts = [keyctl(11, ring, ctypes.addressof(buffer), 1 << 12) // 4 for ring in (-4, -5, persistent)]
+            os.write(write_end, json.dumps(counts).encode())
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end) as f:
+        counts = json.loads(f.read() or "null")
+    os.waitpid(pid, 0)
+    return counts
+
+
+def test_keys_a_submission_left_in_its_users_keyrings_are_gone(sandbox_user, tmp_path):
+    """The kernel's keyrings of a uid outlive its processes: what one submission left there would reach the next
+    one graded as the same user. The grader empties them with the user's processes."""
+    if ADD_KEY is None:
+        pytest.skip(f"add_key's number on {os.uname().machine} is not known here")
+    make_user, python, home = sandbox_user
+    user = make_user()
+    edits = kit.attack_edits(KEYS_LEFT.format(keyctl=KEYCTL, add_key=ADD_KEY), home, "", "")
+    sub = make_submission(os.path.join(_world_readable_dir(os.path.join(home, "keys-")), "sub"), edits)
+    proc = subprocess.run([sys.executable, "-m", "autograder", "2.1", "--run-as", user.pw_name, "--python", python,
+                           "--submission", sub], cwd=REPO, env=dict(os.environ, PYTHONPATH=""), capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0 and "keys added: 3" in proc.stdout, proc.stdout + proc.stderr
+    assert _keys_of(user) == [0, 0, 0]
+
