@@ -191,6 +191,16 @@ def test_places_names_the_line_of_the_students_own_method(tmp_path):
     assert places.find(object(), str(tmp_path)) == {}
 
 
+def test_a_naive_sigmoid_costs_its_points_even_with_numpys_warnings_silenced_at_import(tmp_path, kept_zygote):
+    """np.seterr(all="ignore") at the top of a file would hide the overflow that the naive sigmoid's hint is
+    given for: each case runs under NumPy's default error handling."""
+    naive = next(m for m in mistakes.CATALOGUE if m.id == "gru-naive-sigmoid")
+    sub = make_submission(tmp_path, [(naive.path, naive.old, naive.new),
+                                     (naive.path, "import numpy as np\n", "import numpy as np\nnp.seterr(all='ignore')\n")])
+    result, = grade.grade(sub, [spec.PARTS_BY_NUMBER["2.1"]], worker=kept_zygote)
+    assert result.score < result.part.points and naive.hint in result.output, result.output
+
+
 def test_equals_for_plus_equals_is_caught_for_every_parameter_of_every_cell():
     """Each parameter a cell accumulates has its `=` mistake (the initial-state vectors of the TGRU are added
     once per sequence, so `=` is right for them)."""
