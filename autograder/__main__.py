@@ -18,6 +18,7 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if hasattr(sys.stdout, "reconfigure"):            # a terminal that cannot show a character gets '?'
         sys.stdout.reconfigure(errors="replace")
+    _refuse_a_current_folder_the_users_may_write(argv)
     if argv and argv[0] == "batch":
         from autograder import batch
         return batch.main(argv[1:])
@@ -36,6 +37,51 @@ def main(argv=None):
     finally:
         if worker is not None:
             worker.close()
+
+
+def _run_as(argv):
+    """The value of ``--run-as`` in ``argv`` (None if absent): read as text, nothing imported."""
+    for k, arg in enumerate(argv):
+        if arg == "--run-as" and k + 1 < len(argv):
+            return argv[k + 1]
+        if arg.startswith("--run-as="):
+            return arg[len("--run-as="):]
+    return None
+
+
+def _refuse_a_current_folder_the_users_may_write(argv):
+    """Under ``--run-as`` (as root): ``python -m`` puts the current folder first on ``sys.path``, so each module
+    the grader imports before its own checks run (argparse, json, ...) is looked for there first, and one a
+    sandbox user planted there would run as root. So, before any of them is imported (``os`` is loaded,
+    ``pwd`` built in), a usage error if a sandbox user (each of a list; for batch's ``PREFIX*``, users not made
+    yet: anyone) owns that folder, or could write it or rename it (through a folder above it). The grader's
+    checks look at it again later, whole (ACLs too)."""
+    import os
+    names = _run_as(argv)
+    if names is None or os.geteuid() != 0 or not sys.path or sys.path[0] not in ("", os.getcwd()):
+        return
+    import pwd
+    users = []
+    for name in names.split(","):
+        try:
+            users.append(pwd.getpwnam(name))
+        except (KeyError, ValueError):
+            pass                                      # PREFIX*, or no such user (refused later): anyone counts
+    folder = os.path.abspath(sys.path[0] or os.curdir)
+    above = folder
+    while True:
+        info = os.stat(above)
+        lasting = above == folder or not info.st_mode & 0o1000       # sticky above: no one renames another's
+        for who in [(f"user {u.pw_name}", u.pw_uid, u.pw_gid) for u in users] or [("a sandbox user", -1, -1)]:
+            if info.st_uid == who[1] or (lasting and (info.st_mode & 0o002 or (
+                    info.st_mode & 0o020 and info.st_gid == who[2]))):
+                sys.stderr.write(f"python -m autograder: error: {who[0]} could change {folder}, which the "
+                                 "grader runs or may import as root: student code could plant code there; start it "
+                                 "from a folder only root may write (or run python -P -m autograder)\n")
+                sys.exit(2)
+        if above == os.path.dirname(above):
+            return
+        above = os.path.dirname(above)
 
 
 def _check_early(argv):
