@@ -453,7 +453,7 @@ def gate_blocks(names_and_arrays, config):
 
 def reference_trace(part_data, k, timeout=20.0, memory_mb=1024, python=None):
     """The solution's ``Trace`` of case k: stored with the reference data, or traced now by the solution's
-    child (a fresh seed)."""
+    child (a fresh seed), without its source text."""
     stored = (part_data.traces or [None] * (k + 1))[k]
     if stored is not None:
         return parse(*stored)
@@ -461,7 +461,14 @@ def reference_trace(part_data, k, timeout=20.0, memory_mb=1024, python=None):
         return None
     runs = [trace_case(part_data.solution, part_data.configs[k], part_data.inputs[k], timeout, memory_mb,
                        python=python) for _ in range(2)]
-    return None if None in runs else stable(runs[0][0], runs[1][0])
+    return None if None in runs else without_source(stable(runs[0][0], runs[1][0]))
+
+
+def without_source(trace):
+    """``trace`` without the text of any line: the solution's lines never reach a student's feedback (the stored
+    traces hold none either: ``generate``), only its names, places and values."""
+    return Trace([dataclasses.replace(r, text="") for r in trace.records], trace.lost,
+                 {frame: (*entry[:3], "") for frame, entry in trace.callers.items()})
 
 
 def diagnose_case(part_data, k, root, wrong=(), timeout=20.0, memory_mb=1024, user=None, python=None, **child):

@@ -199,6 +199,27 @@ def test_the_issues_two_examples_are_traced_to_their_line(tmp_path):
     assert all(len(line) <= 80 for line in proc.stdout.splitlines())
 
 
+@pytest.mark.parametrize("seed", [[], ["--fresh-seed", "12345"]], ids=["stored traces", "fresh seed"])
+def test_no_line_of_the_solution_reaches_the_feedback(tmp_path, seed):
+    """The diagnosis names the first wrong quantity, its place and its values, and shows the student's own line,
+    never the solution's: the stored traces hold no source, and on a fresh seed the solution traced live is
+    stripped of it too (else each wrong quantity would show the solution's line for it)."""
+    gru = ("nn/gru_cell.py", "n = np.tanh(gx[:, 2 * H:] + r * g_n)", "n = np.tanh(gx[:, 2 * H:] + g_n)")
+    rnn = ("nn/rnn_cell.py", "F.tanh_grad(cache.h_t) if", "F.tanh_grad(cache.hidden) if")
+    sub = make_submission(tmp_path / "sub", [gru, rnn])
+    proc = run_cli(["1.2", "2.1", "--verbose", "--submission", sub, "--json", str(tmp_path / "r.json"), *seed])
+    assert proc.returncode == 0, proc.stderr
+    assert "first goes wrong: `n` (computed from `gx`" in proc.stdout, proc.stdout
+    shown = " ".join((proc.stdout + load_results(tmp_path / "r.json")["output"]).split())
+    for path in ("nn/gru_cell.py", "nn/rnn_cell.py"):
+        with open(os.path.join(REPO, "mytorch", path)) as f:
+            solution = {" ".join(line.split()) for line in f if len(line.strip()) > 12}
+        with open(os.path.join(sub, "mytorch", path)) as f:
+            own = {" ".join(line.split()) for line in f}
+        leaked = [line for line in solution - own if line in shown]
+        assert not leaked, leaked
+
+
 def test_a_flooded_or_broken_trace_costs_only_the_diagnosis(tmp_path):
     flood = ("nn/gru_cell.py", "        x, (h,), batched, _ = self._prepare(x, state)\n",
              "        x, (h,), batched, _ = self._prepare(x, state)\n"
