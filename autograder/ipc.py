@@ -74,6 +74,33 @@ def own_shm(memory_mb):
     return _libc.mount(b"tmpfs", SHM, b"tmpfs", MS_NOSUID | MS_NODEV, options) == 0
 
 
+# keyctl(2): the kernel's key store. A process shares the session keyring of whatever started it, and a uid has
+# keyrings that outlive every process of it (``reaper.kill_user`` empties those)
+KEYCTL = {"x86_64": 250, "aarch64": 219, "riscv64": 219, "ppc64le": 271, "s390x": 280}.get(os.uname().machine)
+KEYCTL_JOIN_SESSION_KEYRING, KEYCTL_CLEAR, KEYCTL_GET_PERSISTENT = 1, 7, 22
+KEY_SPEC_SESSION_KEYRING, KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING = -3, -4, -5
+
+
+def keyctl_call():
+    """``keyctl(option, *args)`` through libc's ``syscall``, or None where it cannot be had. Made before a fork:
+    the child then only calls it."""
+    if KEYCTL is None or _libc is None:
+        return None
+    try:
+        syscall = _libc.syscall
+    except AttributeError:
+        return None
+    syscall.restype = ctypes.c_long
+    return lambda *args: syscall(ctypes.c_long(KEYCTL), *(ctypes.c_long(a) for a in args))
+
+
+def own_session_keyring(keyctl):
+    """Give the calling process (a child about to run student code) a new session keyring of its own, gone
+    with its last process: the grader's, if it has one (a login or a service gives root one), would be
+    shared by every child, and a key one submission added there would reach the others. True if it worked."""
+    return keyctl is not None and keyctl(KEYCTL_JOIN_SESSION_KEYRING, 0) > 0
+
+
 def hide(paths):
     """Give the calling process (single-threaded, still root) a mount namespace of its own where no mount
     propagates to the machine's, and there an empty read-only tmpfs, root's alone, over each of ``paths``

@@ -21,6 +21,8 @@ import tempfile
 import threading
 import time
 
+from autograder import ipc
+
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 _lock = threading.Lock()            # held while starting a process and while sweeping orphans
@@ -220,37 +222,17 @@ def end(proc, budget=10.0):
     end_orphans(max(0.1, deadline - time.monotonic()))
 
 
-# keyctl(2): the kernel's key store holds keyrings per uid that outlive every process of it (the user keyring,
-# the user session keyring, and the persistent keyring, kept for days): one submission could leave data there
-# for the next one graded as the same user, or for a later user given the same uid
-KEYCTL = {"x86_64": 250, "aarch64": 219, "riscv64": 219, "ppc64le": 271, "s390x": 280}.get(os.uname().machine)
-KEYCTL_JOIN_SESSION_KEYRING, KEYCTL_CLEAR, KEYCTL_GET_PERSISTENT = 1, 7, 22
-KEY_SPEC_SESSION_KEYRING, KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING = -3, -4, -5
-
-
-def _keyctl():
-    """``keyctl(option, *args)`` through libc's ``syscall``, or None where it cannot be had. Made before a fork:
-    the helper then only calls it."""
-    if KEYCTL is None:
-        return None
-    try:
-        syscall = ctypes.CDLL(None, use_errno=True).syscall
-    except (OSError, AttributeError):
-        return None
-    syscall.restype = ctypes.c_long
-    return lambda *args: syscall(ctypes.c_long(KEYCTL), *(ctypes.c_long(a) for a in args))
-
-
 def _clear_keys(keyctl):
-    """In the helper, as the user: empty every keyring of its uid that outlives its processes. A session
-    keyring of the helper's own first, so that the one it inherited (root's) is never touched."""
-    if keyctl is None or keyctl(KEYCTL_JOIN_SESSION_KEYRING, 0) <= 0:
+    """In the helper, as the user: empty every keyring of its uid that outlives its processes (the user
+    keyring, the user session keyring, the persistent one kept for days and across a uid given again). A
+    session keyring of the helper's own first, so that the one it inherited (root's) is never touched."""
+    if not ipc.own_session_keyring(keyctl):
         return
-    persistent = keyctl(KEYCTL_GET_PERSISTENT, -1, KEY_SPEC_SESSION_KEYRING)
+    persistent = keyctl(ipc.KEYCTL_GET_PERSISTENT, -1, ipc.KEY_SPEC_SESSION_KEYRING)
     if persistent > 0:
-        keyctl(KEYCTL_CLEAR, persistent)
-    keyctl(KEYCTL_CLEAR, KEY_SPEC_USER_KEYRING)
-    keyctl(KEYCTL_CLEAR, KEY_SPEC_USER_SESSION_KEYRING)
+        keyctl(ipc.KEYCTL_CLEAR, persistent)
+    keyctl(ipc.KEYCTL_CLEAR, ipc.KEY_SPEC_USER_KEYRING)
+    keyctl(ipc.KEYCTL_CLEAR, ipc.KEY_SPEC_USER_SESSION_KEYRING)
 
 
 def kill_user(user):
@@ -258,7 +240,7 @@ def kill_user(user):
     short-lived helper takes that uid, clears them and kills -1."""
     if user is None or user.pw_uid == 0:
         return
-    keyctl = _keyctl()
+    keyctl = ipc.keyctl_call()
     with _lock:
         pid = os.fork()
         if pid == 0:                                  # the helper: only system calls, then out

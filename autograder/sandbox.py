@@ -123,6 +123,7 @@ def _limits(memory_mb, cpu_seconds, user, switch_user=True, group=None):
     processes = _tasks_of(user.pw_uid) + PROCESS_LIMIT if user is not None else None
     own_ipc = ipc.wanted()
     hidden = list(_hidden) if user is not None else []
+    keyctl = ipc.keyctl_call()
 
     def apply():
         cgroups.join(group)                               # as root: the part's memory, all its processes
@@ -130,6 +131,7 @@ def _limits(memory_mb, cpu_seconds, user, switch_user=True, group=None):
             ipc.fresh_namespace(memory_mb)
         if hidden and not ipc.hide(hidden):
             raise OSError("the grader could not hide the instructor's files from student code")
+        ipc.own_session_keyring(keyctl)
         resource.setrlimit(resource.RLIMIT_AS, (memory_mb << 20, memory_mb << 20))
         resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
         resource.setrlimit(resource.RLIMIT_FSIZE, (OUTPUT_LIMIT, OUTPUT_LIMIT))

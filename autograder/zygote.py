@@ -172,6 +172,7 @@ def _child(command, fds):
         if command.get("hidden") and not _worker()._load("ipc").hide(command["hidden"]):
             sys.stderr.write("the grader could not hide the instructor's files from student code\n")
             raise SystemExit(1)
+        _worker()._load("ipc").own_session_keyring(_worker()._load("ipc").keyctl_call())
         import resource
         memory = command["memory_mb"] << 20
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))

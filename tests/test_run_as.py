@@ -878,3 +878,41 @@ def test_keys_a_submission_left_in_its_users_keyrings_are_gone(sandbox_user, tmp
     assert proc.returncode == 0 and "keys added: 3" in proc.stdout, proc.stdout + proc.stderr
     assert _keys_of(user) == [0, 0, 0]
 
+
+
+# the keys the part's child can see in its session keyring, after adding one of its own there
+SESSION_KEYS = (
+    "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nL = ctypes.c_long\n"
+    "libc.syscall(L({add_key}), b'user', b'from-a-part', b'data', L(4), L(-3))\n"
+    "buffer = ctypes.create_string_buffer(1 << 12)\n"
+    "seen = libc.syscall(L({keyctl}), L(11), L(-3), buffer, L(1 << 12)) // 4\n"
+    "raise ValueError(f'keys in the session keyring: {{seen}}')")
+# the grader started as from a login: a session keyring of its own, with a key of root's in it
+IN_A_SESSION = (
+    "import ctypes, os, sys\nlibc = ctypes.CDLL(None, use_errno=True)\nL = ctypes.c_long\n"
+    "libc.syscall(L({keyctl}), L(1), L(0))\n"
+    "libc.syscall(L({add_key}), b'user', b'root-secret', b'data', L(4), L(-3))\n"
+    "os.execv(sys.executable, [sys.executable] + sys.argv[1:])\n")
+
+
+@pytest.mark.parametrize("zygote", ["1", "0"], ids=["zygote", "spawned"])
+def test_a_child_has_a_session_keyring_of_its_own(sandbox_user, zygote):
+    """A grader started from a login or a service has a session keyring, which each process it starts would
+    share: a key one part added there would reach every other part and submission (and the grader's keys
+    them). Each child joins a new one: it sees only the key it added itself, in every part."""
+    if ADD_KEY is None:
+        pytest.skip(f"add_key's number on {os.uname().machine} is not known here")
+    make_user, python, home = sandbox_user
+    user = make_user()
+    folder = _world_readable_dir(os.path.join(home, "session-"))
+    edits = kit.attack_edits(SESSION_KEYS.format(keyctl=KEYCTL, add_key=ADD_KEY), home, "", "")
+    sub = make_submission(os.path.join(folder, "sub"), edits)
+    wrapper = os.path.join(folder, "in_a_session.py")
+    with open(wrapper, "w") as f:
+        f.write(IN_A_SESSION.format(keyctl=KEYCTL, add_key=ADD_KEY))
+    proc = subprocess.run([sys.executable, wrapper, "-m", "autograder", "2.1", "--run-as", user.pw_name, "--python",
+                           python, "--submission", sub, "--jobs", "1"], cwd=REPO,
+                          env=dict(os.environ, PYTHONPATH="", MYTORCH_GRADER_ZYGOTE=zygote), capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "all 6 cases: ValueError: keys in the session keyring: 1" in proc.stdout, proc.stdout
