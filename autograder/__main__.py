@@ -18,7 +18,7 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if hasattr(sys.stdout, "reconfigure"):            # a terminal that cannot show a character gets '?'
         sys.stdout.reconfigure(errors="replace")
-    _refuse_a_current_folder_the_users_may_write(argv)
+    _refuse_a_path_the_users_may_write(argv)
     if argv and argv[0] == "batch":
         from autograder import batch
         return batch.main(argv[1:])
@@ -49,16 +49,17 @@ def _run_as(argv):
     return None
 
 
-def _refuse_a_current_folder_the_users_may_write(argv):
-    """Under ``--run-as`` (as root): ``python -m`` puts the current folder first on ``sys.path``, so each module
-    the grader imports before its own checks run (argparse, json, ...) is looked for there first, and one a
-    sandbox user planted there would run as root. So, before any of them is imported (``os`` is loaded,
-    ``pwd`` built in), a usage error if a sandbox user (each of a list; for batch's ``PREFIX*``, users not made
-    yet: anyone) owns that folder, or could write it or rename it (through a folder above it). The grader's
-    checks look at it again later, whole (ACLs too)."""
+def _refuse_a_path_the_users_may_write(argv):
+    """Under ``--run-as`` (as root): every module the grader imports before its own checks run (argparse, json,
+    ...) is looked for in each folder of ``sys.path`` in turn, the current one first under ``python -m`` (and
+    those of PYTHONPATH), and one a sandbox user planted there would run as root. So, before any of them is
+    imported (``os`` is loaded, ``pwd`` built in), a usage error if a sandbox user (each of a list; for batch's
+    ``PREFIX*``, users not made yet: anyone) owns such a folder (or, for one not there yet, the nearest above),
+    or could write it or rename it (through a folder above it). The grader's checks look at them again later,
+    whole (ACLs too)."""
     import os
     names = _run_as(argv)
-    if names is None or os.geteuid() != 0 or not sys.path or sys.path[0] not in ("", os.getcwd()):
+    if names is None or os.geteuid() != 0:
         return
     import pwd
     users = []
@@ -67,21 +68,26 @@ def _refuse_a_current_folder_the_users_may_write(argv):
             users.append(pwd.getpwnam(name))
         except (KeyError, ValueError):
             pass                                      # PREFIX*, or no such user (refused later): anyone counts
-    folder = os.path.abspath(sys.path[0] or os.curdir)
-    above = folder
-    while True:
-        info = os.stat(above)
-        lasting = above == folder or not info.st_mode & 0o1000       # sticky above: no one renames another's
-        for who in [(f"user {u.pw_name}", u.pw_uid, u.pw_gid) for u in users] or [("a sandbox user", -1, -1)]:
-            if info.st_uid == who[1] or (lasting and (info.st_mode & 0o002 or (
-                    info.st_mode & 0o020 and info.st_gid == who[2]))):
-                sys.stderr.write(f"python -m autograder: error: {who[0]} could change {folder}, which the "
-                                 "grader runs or may import as root: student code could plant code there; start it "
-                                 "from a folder only root may write (or run python -P -m autograder)\n")
-                sys.exit(2)
-        if above == os.path.dirname(above):
-            return
-        above = os.path.dirname(above)
+    who = [(f"user {u.pw_name}", u.pw_uid, u.pw_gid) for u in users] or [("a sandbox user", -1, -1)]
+    for entry in [p for p in sys.path if isinstance(p, str)]:
+        folder = above = os.path.abspath(entry or os.curdir)
+        while not os.path.exists(above):
+            above = os.path.dirname(above)
+        first = above
+        while True:
+            info = os.stat(above)
+            lasting = above == first or not info.st_mode & 0o1000    # sticky above: no one renames another's
+            for name, uid, gid in who:
+                if info.st_uid == uid or (lasting and (info.st_mode & 0o002 or (
+                        info.st_mode & 0o020 and info.st_gid == gid))):
+                    sys.stderr.write(f"python -m autograder: error: {name} could change {folder}, which the "
+                                     "grader runs or may import as root: student code could plant code there; "
+                                     "start it from a folder only root may write, with no such folder on "
+                                     "PYTHONPATH (or run python -P -m autograder)\n")
+                    sys.exit(2)
+            if above == os.path.dirname(above):
+                break
+            above = os.path.dirname(above)
 
 
 def _check_early(argv):

@@ -617,10 +617,11 @@ def test_a_grader_started_in_a_folder_the_sandbox_user_may_write_is_refused(sand
     assert proc.returncode == 0 and "1.1" in proc.stdout, proc.stdout + proc.stderr
 
 
-@pytest.mark.parametrize("mode", ["grade", "batch"])
+@pytest.mark.parametrize("mode", ["grade", "batch", "PYTHONPATH"])
 def test_a_module_planted_in_the_current_folder_never_runs_as_root(sandbox_user, mode):
     """Modules the grader imports before its checks (argparse first) are looked for in the current folder under
-    ``python -m``: one planted there by a sandbox user must not run, as root, even once before the refusal."""
+    ``python -m`` (and in PYTHONPATH's folders): one planted there by a sandbox user must not run, as root, even
+    once before the refusal."""
     make_user, python, home = sandbox_user
     user = make_user()
     folder = _world_readable_dir(os.path.join(home, "planted-"))
@@ -630,11 +631,13 @@ def test_a_module_planted_in_the_current_folder_never_runs_as_root(sandbox_user,
             f.write(f"open({folder!r} + '/ran-{name}-as-%d' % __import__('os').geteuid(), 'w').close()\n")
     command = ([sys.executable, "-m", "autograder", "1.1", "--submission", REPO, "--run-as", user.pw_name]
                if mode == "grade" else [sys.executable, "-m", "autograder", "batch", home, "--run-as", "mtp*"])
-    proc = subprocess.run(command + ["--python", python], cwd=folder, env=dict(os.environ, PYTHONPATH=REPO),
-                          capture_output=True, text=True, timeout=300)
+    where = dict(cwd=REPO, env=dict(os.environ, PYTHONPATH=folder)) if mode == "PYTHONPATH" else \
+        dict(cwd=folder, env=dict(os.environ, PYTHONPATH=REPO))
+    proc = subprocess.run(command + ["--python", python], capture_output=True, text=True, timeout=300, **where)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert f"could change {folder}, which the grader runs or may import as root" in proc.stderr
-    assert not [n for n in os.listdir(folder) if n.startswith("ran-")]
+    if mode != "PYTHONPATH":      # Python's own start-up (site, .pth files) imports from PYTHONPATH before any
+        assert not [n for n in os.listdir(folder) if n.startswith("ran-")]     # grader code: python -E is the fix
 
 
 def test_a_solution_the_sandbox_user_could_change_is_refused(sandbox_user, tmp_path):
