@@ -9,7 +9,7 @@ import dataclasses
 import os
 import time
 
-from autograder import course, data, diagnosis, fairness, feedback, sandbox, spec, untrusted, zygote
+from autograder import cgroups, course, data, diagnosis, fairness, feedback, sandbox, spec, untrusted, zygote
 
 PART_OUTPUT_LIMIT = 16000        # characters of one part's message: the results file stays well under 1 MB
 
@@ -173,6 +173,7 @@ def grade(root, parts=None, timeout=20.0, memory_mb=1024, verbose=False, fresh_s
     finally:
         if worker is not None:
             worker.close()
+        cgroups.wait_removed()                         # every group removed in the background so far is gone
     by_number = {r.part.number: r for r in results}
     for r in results:                                          # a backward builds on its forward
         if r.part.kind == "backward" and not r.passed:

@@ -441,7 +441,7 @@ def _run_child(root, configs, inputs_list, timeout, memory_mb, user, python, zyg
             with contextlib.suppress(OSError):
                 os.close(fd)
         _ended(user)
-        cgroups.remove(group)                          # its processes are gone
+        cgroups.remove_soon(group)                     # its processes are gone
         tree.remove(work)
         _work_dirs.discard(work)
 
