@@ -236,24 +236,28 @@ def _clear_keys(keyctl):
 
 
 def kill_user(user):
-    """Kill every process of ``user`` (a pwd entry), and empty the keyrings of its uid (``_clear_keys``): a
-    short-lived helper takes that uid, clears them and kills -1."""
+    """Kill every process of ``user`` (a pwd entry), then empty the keyrings of its uid (``_clear_keys``): a
+    short-lived helper takes that uid and kills -1 (itself too), then another clears the keyrings, once no
+    process of the user is left to see it."""
     if user is None or user.pw_uid == 0:
         return
     keyctl = ipc.keyctl_call()
-    with _lock:
-        pid = os.fork()
-        if pid == 0:                                  # the helper: only system calls, then out
-            try:
-                os.setgroups([])
-                os.setgid(user.pw_gid)
-                os.setuid(user.pw_uid)
-                _clear_keys(keyctl)
-                os.kill(-1, signal.SIGKILL)           # every process this uid may signal; the helper too
-            finally:
-                os._exit(0)
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, 0)
+    for task in ("kill", "keys"):
+        with _lock:
+            pid = os.fork()
+            if pid == 0:                              # the helper: only system calls, then out
+                try:
+                    os.setgroups([])
+                    os.setgid(user.pw_gid)
+                    os.setuid(user.pw_uid)
+                    if task == "kill":
+                        os.kill(-1, signal.SIGKILL)   # every process this uid may signal; the helper too
+                    else:
+                        _clear_keys(keyctl)
+                finally:
+                    os._exit(0)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
     end_orphans()
 
 
