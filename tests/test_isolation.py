@@ -13,7 +13,8 @@ import zipfile
 import pytest
 
 from autograder import archive, interpreter, isolation
-from tests.graderkit import REPO, check_gradescope, load_results, make_grader_copy, make_submission
+from tests.graderkit import (REPO, as_user_in_child, check_gradescope, load_results, make_grader_copy,
+                             make_submission)
 
 
 def _zip(path, members):
@@ -307,17 +308,7 @@ def test_clearing_what_one_user_left_never_holds_back_another_users_children(mon
 def _as_user(user, action):
     """Whether ``action()`` succeeds in a child running as ``user``: the kernel's own answer to what the user
     may do, the oracle ``writable_by`` is checked against."""
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.setgroups([])
-            os.setgid(user.pw_gid)
-            os.setuid(user.pw_uid)
-            action()
-            os._exit(0)
-        except BaseException:
-            os._exit(1)
-    return os.waitpid(pid, 0)[1] == 0
+    return as_user_in_child(user, action) is not None
 
 
 def _acl(entries):

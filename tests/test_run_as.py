@@ -19,7 +19,7 @@ import pytest
 
 from autograder import ipc, mistakes, spec
 from tests import securitykit as kit
-from tests.graderkit import REPO, check_gradescope, make_grader_copy, make_submission
+from tests.graderkit import REPO, as_user_in_child, check_gradescope, make_grader_copy, make_submission
 
 SECRET_TEXT = "ROOT-ONLY-51d0e2"
 RUN_AS_ATTACKS = ["honest broken", "FIFO in place of every reachable file",
@@ -845,25 +845,14 @@ def _keys_of(user):
 
     def keyctl(*args):
         return syscall(ctypes.c_long(KEYCTL), *(ctypes.c_long(a) for a in args))
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.setgroups([])
-            os.setgid(user.pw_gid)
-            os.setuid(user.pw_uid)
-            keyctl(1, 0)                                              # a session keyring of its own
-            persistent = keyctl(22, -1, -3)
-            buffer = ctypes.create_string_buffer(1 << 12)
-            counts = [keyctl(11, ring, ctypes.addressof(buffer), 1 << 12) // 4 for ring in (-4, -5, persistent)]
-            os.write(write_end, json.dumps(counts).encode())
-        finally:
-            os._exit(0)
-    os.close(write_end)
-    with os.fdopen(read_end) as f:
-        counts = json.loads(f.read() or "null")
-    os.waitpid(pid, 0)
-    return counts
+
+    def count():
+        keyctl(1, 0)                                                  # a session keyring of its own
+        persistent = keyctl(22, -1, -3)
+        buffer = ctypes.create_string_buffer(1 << 12)
+        return json.dumps([keyctl(11, ring, ctypes.addressof(buffer), 1 << 12) // 4
+                           for ring in (-4, -5, persistent)]).encode()
+    return json.loads(as_user_in_child(user, count) or b"null")
 
 
 def test_keys_a_submission_left_in_its_users_keyrings_are_gone(sandbox_user, tmp_path):
