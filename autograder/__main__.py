@@ -39,14 +39,17 @@ def main(argv=None):
             worker.close()
 
 
-def _run_as(argv):
-    """The value of ``--run-as`` in ``argv`` (None if absent): read as text, nothing imported."""
+def _options(argv, names):
+    """``{name: value}`` of the options ``names`` in ``argv`` (the last of each, as argparse takes it), read as
+    text before anything is imported."""
+    options = {}
     for k, arg in enumerate(argv):
-        if arg == "--run-as" and k + 1 < len(argv):
-            return argv[k + 1]
-        if arg.startswith("--run-as="):
-            return arg[len("--run-as="):]
-    return None
+        for name in names:
+            if arg == name and k + 1 < len(argv):
+                options[name] = argv[k + 1]
+            elif arg.startswith(name + "="):
+                options[name] = arg[len(name) + 1:]
+    return options
 
 
 def _refuse_a_path_the_users_may_write(argv):
@@ -58,7 +61,7 @@ def _refuse_a_path_the_users_may_write(argv):
     or could write it or rename it (through a folder above it). The grader's checks look at them again later,
     whole (ACLs too)."""
     import os
-    names = _run_as(argv)
+    names = _options(argv, ["--run-as"]).get("--run-as")
     if names is None or os.geteuid() != 0:
         return
     import pwd
@@ -96,13 +99,7 @@ def _check_early(argv):
     NumPy and the grader. The probe runs as USER alone, as the checks would run it anyway; anything odd
     (another spelling, no such user) leaves it all to them."""
     import os
-    options = {}
-    for k, arg in enumerate(argv):
-        for name in ("--run-as", "--python"):
-            if arg == name and k + 1 < len(argv):
-                options[name] = argv[k + 1]
-            elif arg.startswith(name + "="):
-                options[name] = arg[len(name) + 1:]
+    options = _options(argv, ["--run-as", "--python"])
     if set(options) != {"--run-as", "--python"} or os.geteuid() != 0:
         return
     import pwd

@@ -222,22 +222,9 @@ def readable_by_each(paths, users):
     child does (no supplementary groups), so owners, groups, ACLs and every folder above count as they will."""
     found = []
     for user in users:
-        read_end, write_end = os.pipe()
-        pid = os.fork()
-        if pid == 0:                                      # only system calls until _exit: this process has threads
-            try:
-                os.close(read_end)
-                os.setgroups([])
-                os.setgid(user.pw_gid)
-                os.setuid(user.pw_uid)
-                os.write(write_end, bytes(os.access(p, os.R_OK) or os.access(p, os.X_OK) for p in paths))
-            finally:
-                os._exit(0)
-        os.close(write_end)
-        with os.fdopen(read_end, "rb") as answer:
-            reachable = answer.read()
-        os.waitpid(pid, 0)
-        if len(reachable) != len(paths):
+        reachable = reaper.as_user(user, lambda: bytes(os.access(p, os.R_OK) or os.access(p, os.X_OK)
+                                                       for p in paths))
+        if reachable is None or len(reachable) != len(paths):
             raise OSError(f"could not check what user {user.pw_name} may read")
         found.append([path for path, seen in zip(paths, reachable) if seen])
     return found

@@ -242,23 +242,37 @@ def kill_user(user):
     if user is None or user.pw_uid == 0:
         return
     keyctl = ipc.keyctl_call()
-    for task in ("kill", "keys"):
-        with _lock:
-            pid = os.fork()
-            if pid == 0:                              # the helper: only system calls, then out
-                try:
-                    os.setgroups([])
-                    os.setgid(user.pw_gid)
-                    os.setuid(user.pw_uid)
-                    if task == "kill":
-                        os.kill(-1, signal.SIGKILL)   # every process this uid may signal; the helper too
-                    else:
-                        _clear_keys(keyctl)
-                finally:
-                    os._exit(0)
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, 0)
+    as_user(user, lambda: os.kill(-1, signal.SIGKILL))    # every process this uid may signal; the helper too
+    as_user(user, lambda: _clear_keys(keyctl))
     end_orphans()
+
+
+def as_user(user, action):
+    """``action()`` in a short-lived child that has become ``user`` (a pwd entry, no supplementary groups, as a
+    grading child does): the bytes it returned (b"" for None), or None if it raised or was killed. Forked
+    under the lock, so that no sweep takes it for an orphan; ``action`` should make system calls alone (this
+    process has threads)."""
+    read_end, write_end = os.pipe()
+    status = None
+    with _lock:
+        pid = os.fork()
+        if pid == 0:                                  # the helper: only system calls, then out
+            code = 1
+            try:
+                os.close(read_end)
+                os.setgroups([])
+                os.setgid(user.pw_gid)
+                os.setuid(user.pw_uid)
+                os.write(write_end, action() or b"")
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(write_end)
+        with os.fdopen(read_end, "rb") as answer:
+            said = answer.read()
+        with contextlib.suppress(ChildProcessError):
+            status = os.waitpid(pid, 0)[1]
+    return said if status == 0 else None
 
 
 def end_orphans(budget=5.0):

@@ -94,6 +94,11 @@ def hide(folders):
     _hidden[:] = sorted(f for f in folders if not any(interpreter.within(f, g) for g in folders if g != f))
 
 
+def _hidden_from(user):
+    """The folders hidden from a child run as ``user`` (a sandbox user; none for the grader's own)."""
+    return list(_hidden) if user is not None else []
+
+
 def real_uid(pid):
     """The real uid of process ``pid`` (from its status: a non-dumpable process's /proc entry belongs to
     root whoever runs it), or None if it is gone."""
@@ -122,7 +127,7 @@ def _limits(memory_mb, cpu_seconds, user, switch_user=True, group=None):
     # of the same user from starting: each child may start PROCESS_LIMIT tasks beyond those running now.
     processes = _tasks_of(user.pw_uid) + PROCESS_LIMIT if user is not None else None
     own_ipc = ipc.wanted()
-    hidden = list(_hidden) if user is not None else []
+    hidden = _hidden_from(user)
     keyctl = ipc.keyctl_call()
 
     def apply():
@@ -251,7 +256,7 @@ def _fork(zygote, root, work, fds, memory_mb, timeout, user, out_w, task, byteco
                 "open_files": OPEN_FILES, "pid_namespace": pid_namespace() is not None,
                 "user": None if user is None else [user.pw_uid, user.pw_gid, _tasks_of(user.pw_uid) + PROCESS_LIMIT],
                 "task": task, "ipc_namespace": ipc.wanted(), "cgroup": group,
-                "hidden": list(_hidden) if user is not None else []}
+                "hidden": _hidden_from(user)}
     extra = []
     if bytecode:
         code_r, code_w = os.pipe()

@@ -167,12 +167,13 @@ def _child(command, fds):
             sys.modules["tempfile"].tempdir = None        # it follows TMPDIR, the working folder
         if command.get("cgroup"):                        # as root: the part's memory, all its processes
             _worker()._load("cgroups").join(command["cgroup"])
+        ipc = _worker()._load("ipc")
         if command.get("ipc_namespace"):                 # as root, before giving it up (see ipc)
-            _worker()._load("ipc").fresh_namespace(command["memory_mb"])
-        if command.get("hidden") and not _worker()._load("ipc").hide(command["hidden"]):
+            ipc.fresh_namespace(command["memory_mb"])
+        if command.get("hidden") and not ipc.hide(command["hidden"]):
             sys.stderr.write("the grader could not hide the instructor's files from student code\n")
             raise SystemExit(1)
-        _worker()._load("ipc").own_session_keyring(_worker()._load("ipc").keyctl_call())
+        ipc.own_session_keyring(ipc.keyctl_call())
         import resource
         memory = command["memory_mb"] << 20
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))

@@ -12,9 +12,8 @@ import zipfile
 
 import pytest
 
-from autograder import archive, interpreter, isolation
-from tests.graderkit import (REPO, as_user_in_child, check_gradescope, load_results, make_grader_copy,
-                             make_submission)
+from autograder import archive, interpreter, isolation, reaper
+from tests.graderkit import REPO, check_gradescope, load_results, make_grader_copy, make_submission
 
 
 def _zip(path, members):
@@ -308,7 +307,7 @@ def test_clearing_what_one_user_left_never_holds_back_another_users_children(mon
 def _as_user(user, action):
     """Whether ``action()`` succeeds in a child running as ``user``: the kernel's own answer to what the user
     may do, the oracle ``writable_by`` is checked against."""
-    return as_user_in_child(user, action) is not None
+    return reaper.as_user(user, action) is not None
 
 
 def _acl(entries):

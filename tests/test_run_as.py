@@ -17,9 +17,9 @@ import tempfile
 
 import pytest
 
-from autograder import ipc, mistakes, spec
+from autograder import ipc, mistakes, reaper, spec
 from tests import securitykit as kit
-from tests.graderkit import REPO, as_user_in_child, check_gradescope, make_grader_copy, make_submission
+from tests.graderkit import REPO, check_gradescope, make_grader_copy, make_submission
 
 SECRET_TEXT = "ROOT-ONLY-51d0e2"
 RUN_AS_ATTACKS = ["honest broken", "FIFO in place of every reachable file",
@@ -852,7 +852,7 @@ def _keys_of(user):
         buffer = ctypes.create_string_buffer(1 << 12)
         return json.dumps([keyctl(11, ring, ctypes.addressof(buffer), 1 << 12) // 4
                            for ring in (-4, -5, persistent)]).encode()
-    return json.loads(as_user_in_child(user, count) or b"null")
+    return json.loads(reaper.as_user(user, count) or b"null")
 
 
 def test_keys_a_submission_left_in_its_users_keyrings_are_gone(sandbox_user, tmp_path):
