@@ -72,9 +72,9 @@ COMPILED_PACKAGES = ("autograder", "mytorch", "handout")
 
 def pytest_configure(config):
     """Compile the project's packages to bytecode once, before any test starts a grader. The suite starts
-    hundreds of Pythons that import them; where PYTHONDONTWRITEBYTECODE is set (as in many containers, CI's
-    included), none of them writes the bytecode it compiled, and each compiled the grader's thirty modules
-    again: 0.2 s of CPU a grade, a fifth of the CPU of test_autograder.py. Python reads bytecode it finds
+    hundreds of Pythons that import them; where PYTHONDONTWRITEBYTECODE is set (as in many containers, this
+    project's machine included), none of them writes the bytecode it compiled, and each compiled the grader's
+    thirty modules again: 0.2 s of CPU a grade, a fifth of the CPU of test_autograder.py. Python reads bytecode it finds
     even when told not to write it; an instructor's first run of the grader leaves the same files."""
     if not hasattr(config, "workerinput"):                        # the controller alone, before the workers
         for package in COMPILED_PACKAGES:
