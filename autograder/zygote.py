@@ -16,12 +16,13 @@ shared), makes itself non-dumpable, and only obeys the grader over the control s
                        {"op": "reap", "pid": P}     (the grader has seen P's end: the pid may be reused now)
     zygote -> grader   {"ready": pid}   {"started": N, "pid": P}   {"exited": P, "code": returncode}
 
-No student code ever runs in the zygote. Each forked child first closes the control socket and every other
-fd it inherited, then does what ``sandbox`` does to a spawned child: a new session (``setsid``), stdin from
-/dev/null and stdout and stderr into the output pipe, its working folder and environment, as root an IPC
-namespace of its own (``ipc``), the limits on memory, CPU, file size, core dumps and (under ``--run-as``)
-processes, as root a PID namespace (the child forks once more, like ``unshare --pid --fork --kill-child``,
-and waits), the sandbox user, and then the per-part entry, ``worker.main``, which imports the submission's
+No student code ever runs in the zygote. As root, it forks each child as the process 1 of a PID namespace
+of its own (``_fork``), as ``sandbox`` starts a spawned one under ``unshare --pid --fork --kill-child``.
+Each forked child first closes the control socket and every other fd it inherited, then does what
+``sandbox`` does to a spawned child: a new session (``setsid``), stdin from /dev/null and stdout and stderr
+into the output pipe, its working folder and environment, as root an IPC namespace of its own (``ipc``),
+the limits on memory, CPU, file size, core dumps and (under ``--run-as``) processes, the sandbox user, and
+then the per-part entry, ``worker.main``, which imports the submission's
 sources alone, from the pycs its compile child made (``_read_bytecode``, ``worker.source_only``). A child
 therefore starts from the zygote's pristine memory: what one part does to its copy of NumPy or anything else
 cannot reach the next part.
@@ -62,7 +63,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "worker.py")
-PR_SET_DUMPABLE, PR_SET_PDEATHSIG = 4, 1
+PR_SET_DUMPABLE = 4
 CLONE_NEWPID = 0x20000000
 MESSAGE_LIMIT = 1 << 16
 START_SECONDS = 60.0             # the zygote's NumPy import, on a loaded machine
@@ -118,7 +119,7 @@ def serve(control, template=False):
             os._exit(0)
         command = json.loads(message)
         if command["op"] == ("zygote" if template else "fork"):
-            pid = os.fork()
+            pid = _fork(new_pid_namespace=not template and bool(command.get("pid_namespace")))
             if pid == 0:                                  # neither returns
                 if template:
                     _zygote_child(fds[0] if fds else -1)
@@ -185,8 +186,6 @@ def _child(command, fds):
         if user is not None:
             resource.setrlimit(resource.RLIMIT_NPROC, (user[2], user[2]))
             os.setgroups([])
-        if command.get("pid_namespace"):
-            _own_pid_namespace((request, response))
         if user is not None:
             os.setgid(user[1])
             os.setuid(user[0])
@@ -231,24 +230,31 @@ def _zygote_child(control_fd):
         os._exit(0)
 
 
-def _own_pid_namespace(fds):
-    """As ``unshare --pid --fork --kill-child``: the caller forks into a new PID namespace and waits; it ends as
-    the process 1 of that namespace ended (same code, or killed by the same signal). Without the privilege to
-    make one, carry on without it (it is a second line of defence, never required)."""
-    if _libc().unshare(CLONE_NEWPID) != 0:
-        return
-    pid = os.fork()
-    if pid == 0:
-        _libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        return
-    for fd in fds + (0, 1, 2):                            # the pipes close when process 1 is gone
-        os.close(fd)
-    _, status = os.waitpid(pid, 0)
-    if os.WIFSIGNALED(status):
-        with _suppress():
-            signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
-        os.kill(os.getpid(), os.WTERMSIG(status))
-    os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+def _fork(new_pid_namespace=False):
+    """``os.fork()``; with ``new_pid_namespace`` the child is the process 1 of a PID namespace of its own, as
+    ``unshare --pid --fork`` makes one but without a process between that waits for it: ``unshare`` makes
+    the zygote's *next* child the first of a new namespace, and ``setns`` back to the zygote's own namespace
+    lets the child after it have a new one too (without it, that child would join the first one's). Without
+    the privilege to make one, a plain fork: the namespace is a second line of defence, never required."""
+    if not new_pid_namespace:
+        return os.fork()
+    try:
+        own = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return os.fork()
+    libc, pid = _libc(), -1
+    try:
+        if libc.unshare(CLONE_NEWPID) != 0:
+            return os.fork()
+        try:
+            pid = os.fork()
+        finally:
+            if pid != 0 and libc.setns(own, CLONE_NEWPID) != 0:
+                os._exit(1)      # its next child would share this one's namespace: the grader replaces it
+    finally:
+        if pid != 0:
+            os.close(own)
+    return pid
 
 
 _WORKER = []                     # the per-part entry, ``worker``, with the grader modules it loads: run once

@@ -58,6 +58,30 @@ def test_each_child_starts_from_the_pristine_zygote(tmp_path):
     assert [r.score for r in results] == [r.part.points for r in results], [r.output for r in results]
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="a PID namespace needs root")
+@pytest.mark.parametrize("zygotes_on", ["1", "0"], ids=["zygote", "spawned"])
+def test_as_root_each_childs_code_runs_as_process_1_of_a_pid_namespace_of_its_own(tmp_path, monkeypatch, zygotes_on):
+    """Four parts, two at a time: every case's code sees itself as process 1 (with no parent in its namespace),
+    in four processes (their pids in the grader's namespace, which the host's /proc shows), so in four
+    namespaces, none the grader's. (Namespace inode numbers are reused once one is gone, so they are not
+    compared.)"""
+    monkeypatch.setenv("MYTORCH_GRADER_ZYGOTE", zygotes_on)
+    monkeypatch.setenv("MYTORCH_GRADER_PID_NAMESPACE", "1")
+    log = tmp_path / "seen"
+    record = (f"with open({str(log)!r}, 'a') as _f:\n"
+              "    import os as _os\n"
+              "    _f.write(f\"{_os.getpid()} {_os.getppid()} {_os.readlink('/proc/self')} \"\n"
+              "             f\"{_os.readlink('/proc/self/ns/pid')}\\n\")\n")
+    sub = make_submission(tmp_path / "sub", rnn_edit(record))
+    parts = [spec.PARTS_BY_NUMBER[n] for n in ("1.1", "1.2", "1.1", "1.2")]
+    results = grade.grade(sub, parts, jobs=2)
+    assert [r.score for r in results] == [r.part.points for r in results], [r.output for r in results]
+    seen = [line.split() for line in log.read_text().splitlines()]
+    assert {(pid, parent) for pid, parent, _, _ in seen} == {("1", "0")}, seen
+    assert len({host_pid for _, _, host_pid, _ in seen}) == 4, seen
+    assert os.readlink("/proc/self/ns/pid") not in {namespace for _, _, _, namespace in seen}, seen
+
+
 def test_the_zygote_holds_no_data_no_shared_memory_and_no_extra_files():
     reaper.become_subreaper()
     worker = zygote.Zygote()
