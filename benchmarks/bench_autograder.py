@@ -12,7 +12,8 @@
 2. A class: ``--class-size`` submissions, half copies of the solution and half of the student handout (built
    with ``python -m handout build``), graded by ``python -m autograder batch --jobs N``, against the sum of
    their single full grades, which is the class size times the median single grade of each kind measured in
-   the same run (the copies are byte for byte the same). Target: at most 0.6x. It also says what 1,000
+   the same run, ``--runs`` rounds before the batch and as many after, since the machine's speed may drift
+   while the batch runs (the copies are byte for byte the same). Target: at most 0.6x. It also says what 1,000
    submissions would take at that rate.
 
 The grader's packages are compiled to bytecode first, as an installed grader's first run leaves them: where
@@ -106,13 +107,19 @@ def a_class(args, tmp):
         shutil.copytree(os.path.join(originals[kind], "mytorch"), os.path.join(subs, f"{kind}-{k:04d}", "mytorch"),
                         ignore=shutil.ignore_patterns("__pycache__"))
     results = os.path.join(tmp, "r.json")
-    singles = rounds({kind: (grade_command(path, results), None) for kind, path in originals.items()}, args.runs)
-    per_kind = {kind: statistics.median(samples) for kind, samples in singles.items()}
-    total = sum(per_kind["solution" if k % 2 == 0 else "handout"] for k in range(args.class_size))
+    peers = {kind: (grade_command(path, results), None) for kind, path in originals.items()}
+    before = rounds(peers, args.runs)                    # the machine's speed drifts over minutes: the singles
     batch = timed([sys.executable, "-m", "autograder", "batch", subs, "--jobs", str(args.jobs),
                    "--csv", os.path.join(tmp, "scores.csv")])
-    print(f"single grades: solution {per_kind['solution']:.2f} s, handout {per_kind['handout']:.2f} s (medians); "
+    after = rounds(peers, args.runs)                     # are timed on both sides of the batch
+    per_kind = {kind: statistics.median(before[kind] + after[kind]) for kind in peers}
+    total = sum(per_kind["solution" if k % 2 == 0 else "handout"] for k in range(args.class_size))
+    drift = statistics.median(after["solution"]) / statistics.median(before["solution"])
+    print(f"single grades: solution {per_kind['solution']:.2f} s, handout {per_kind['handout']:.2f} s (medians of "
+          f"{args.runs} rounds before the batch and {args.runs} after; the solution's {drift:.2f}x as long after); "
           f"sum over {args.class_size} submissions {total:.1f} s")
+    if not 0.8 <= drift <= 1.25:
+        print("  the machine's speed changed during the run: the next ratio is unreliable, run it again")
     print(f"batch of {args.class_size} with --jobs {args.jobs}: {batch:.1f} s = {batch / total:.2f}x the sum of "
           f"single grades (target <= 0.6x); 1,000 would take about {batch / args.class_size * 1000 / 60:.0f} min")
 
