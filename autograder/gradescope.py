@@ -6,8 +6,9 @@ The submission may be ``handin.tar`` (from ``python -m autograder handin``), a `
 or folder holding one. Archives are unpacked within limits (``archive``) into a folder of the grader's, and
 only the ``mytorch`` package found is copied (``isolation.private_copy``) to the folder that is graded, so
 nothing else handed in (an ``autograder`` package, say) is ever on a path the grader reads; both folders are
-removed at the end. When started as root and the user ``student`` exists (setup.sh makes it), student code
-runs as ``student`` and the reference data is made readable by root alone; when ``source/solution/mytorch``
+removed at the end. When started as root and the user ``student`` exists (setup.sh makes it; the environment
+variable MYTORCH_GRADESCOPE_USER names another), student code runs as that user, and the reference data and
+the grader's other folders are made readable by root alone; when ``source/solution/mytorch``
 exists, the solution is made readable by root alone and every submission is graded on fresh cases whose
 references it computes. The results file is written in every case: a submission that breaks a limit (an
 archive, a folder tree too deep or too large) scores 0 with the reason, and any failure of the grader itself
@@ -24,7 +25,7 @@ import traceback
 from autograder import archive, cli, course, data, isolation, report, spec, tree
 from autograder.grade import PartResult
 
-STUDENT = "student"
+STUDENT = "student"              # the user setup.sh makes, unless MYTORCH_GRADESCOPE_USER names another
 ARCHIVES = 5                     # archives unpacked from one submission
 WALK_LIMIT = 5000                # entries of the submission folder looked at
 WALK_DEPTH = 32                  # levels of folders in it
@@ -76,17 +77,18 @@ def instructor_notes(root, grade_args, python=None):
     course staff must know about a mode that fell back (students never see it: it goes to stdout and to the
     results' ``extra_data``)."""
     notes = []
+    student = os.environ.get("MYTORCH_GRADESCOPE_USER") or STUDENT
     if os.geteuid() == 0:
         try:
-            pwd.getpwnam(STUDENT)
-            grade_args += ["--run-as", STUDENT]
+            pwd.getpwnam(student)
+            grade_args += ["--run-as", student]
             # the grader reads the references before any student code runs; the student may not read them,
             # nor any other folder of the grader's (cli.instructor_places), hidden or not where it runs
             os.chmod(data.DATA_DIR, 0o700)
             for place, _ in cli.instructor_places(None, [], python):
                 os.chmod(place, 0o700)
         except KeyError:
-            notes.append(f"no user {STUDENT!r} (setup.sh makes it): student code ran with the grader's privileges "
+            notes.append(f"no user {student!r} (setup.sh makes it): student code ran with the grader's privileges "
                          "and could read the solution and rewrite its score")
     else:
         notes.append("the grader did not run as root: student code ran as the grader's own user, without isolation")

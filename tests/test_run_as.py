@@ -247,6 +247,59 @@ def test_batch_isolates_submissions_and_the_grader(sandbox_user):
     assert not kit.processes_mentioning("/nonexistent", uid=user.pw_uid)
 
 
+def test_gradescope_as_root_runs_student_code_as_its_user_who_can_read_no_solution_and_no_reference(
+        sandbox_user, tmp_path):
+    """The Gradescope zip as Gradescope runs it: run_autograder as root, with the user setup.sh makes present
+    (a test user of its own, named by MYTORCH_GRADESCOPE_USER) and python3 a Python that user may run. The
+    submission, the solution plus code that tries the solution's source, the grader's reference data and
+    root's privileges, scores 100 on fresh cases: it runs as the user and reaches none of them. The grader
+    left them readable by root alone, and has no warning for the course staff."""
+    import zipfile
+    from handout import build
+    make_user, python, home = sandbox_user
+    user = make_user()
+    root = _world_readable_dir(os.path.join(home, "gradescope-"))        # /autograder: root's, open to pass
+    build.build_gradescope(os.path.join(root, "package"), True, fixed_cases=False)
+    source = os.path.join(root, "source")
+    with zipfile.ZipFile(os.path.join(root, "package.zip")) as z:
+        z.extractall(source)
+    os.chmod(os.path.join(source, "run_autograder"), 0o755)
+    solution_file = os.path.join(source, "solution", "mytorch", "nn", "rnn_cell.py")
+    references = os.path.join(source, "autograder", "data")
+    assert os.path.isfile(solution_file) and os.listdir(references)
+    probe = ("import os\n"
+             f"for _place in ({solution_file!r}, {references!r}):\n"
+             "    try:\n"
+             "        os.listdir(_place) if os.path.isdir(_place) else open(_place).close()\n"
+             "    except OSError:\n"
+             "        continue\n"
+             "    raise ValueError('student code reached ' + _place)\n"
+             "if os.getuid() == 0:\n"
+             "    raise ValueError('student code ran as root')\n")
+    anchor = "        x, (h,), batched, _ = self._prepare(x, state)\n"
+    sub = make_submission(tmp_path / "sub", [("nn/rnn_cell.py", anchor, "".join(
+        f"        {line}\n" for line in probe.splitlines()) + anchor)])
+    shutil.copytree(os.path.join(sub, "mytorch"), os.path.join(root, "submission", "mytorch"))
+    os.makedirs(os.path.join(root, "results"))
+    env = dict(os.environ, AUTOGRADER_ROOT=root, MYTORCH_GRADESCOPE_USER=user.pw_name,
+               PATH=os.path.dirname(python) + os.pathsep + os.environ["PATH"])
+    proc = subprocess.run([os.path.join(source, "run_autograder")], env=env, capture_output=True, text=True,
+                          timeout=300)
+    told = proc.stdout + proc.stderr
+    assert proc.returncode == 0 and "Traceback" not in told, told
+    with open(os.path.join(root, "results", "results.json")) as f:
+        results = json.load(f)
+    tests = check_gradescope(results)
+    assert results["score"] == 100, [t["output"] for t in results["tests"] if t["score"] < t["max_score"]]
+    notes = results["extra_data"]["instructor_notes"]
+    assert [n for n in notes if not n.startswith("graded on fresh cases")] == [] and len(notes) == 1, notes
+    assert "INSTRUCTOR WARNING" not in told, told
+    assert "1.1" in tests and "reached" not in json.dumps(results)
+    tops = [os.path.join(source, n) for n in os.listdir(source) if os.path.isdir(os.path.join(source, n))]
+    for place in [references] + [p for p in tops if os.path.basename(p) != "autograder"]:    # solution/ among them
+        assert os.stat(place).st_mode & 0o777 == 0o700, place
+
+
 def test_batch_without_a_sandbox_user_says_there_is_no_isolation(tmp_path):
     make_submission(tmp_path / "subs" / "alice")
     proc = subprocess.run([sys.executable, "-m", "autograder", "batch", str(tmp_path / "subs"), "--jobs", "2"],
