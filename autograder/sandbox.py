@@ -173,8 +173,17 @@ def pid_namespace():
     return _unshare[0]
 
 
-def _signal_reason(code, memory_mb, timeout):
+def cpu_limit(timeout):
+    """A child's soft limit on CPU seconds (RLIMIT_CPU; the hard one is a second more) for a part's ``timeout``."""
+    return int(timeout) + 1
+
+
+def _signal_reason(code, memory_mb, timeout, cpu_seconds=None):
+    """Why the child ended by signal ``-code``. A SIGKILL once it had used its soft CPU limit (``cpu_seconds``,
+    when known) is the CPU limit's: a process 1 of a PID namespace never gets the SIGXCPU before it."""
     name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else f"signal {-code}"
+    if name == "SIGKILL" and cpu_seconds is not None and cpu_seconds >= cpu_limit(timeout):
+        name = "SIGXCPU"
     reasons = {"SIGXCPU": f"used more than {timeout} s of CPU time (an infinite loop?)",
                "SIGKILL": f"was killed (out of memory? the limit is {memory_mb} MiB)",
                "SIGSEGV": "crashed with a segmentation fault",
@@ -252,7 +261,7 @@ def _fork(zygote, root, work, fds, memory_mb, timeout, user, out_w, task, byteco
     if zygote is None:
         return None
     settings = {"root": os.path.abspath(root), "work": work, "env": _env(work, timeout), "memory_mb": memory_mb,
-                "cpu_seconds": int(timeout) + 1, "file_limit": OUTPUT_LIMIT,
+                "cpu_seconds": cpu_limit(timeout), "file_limit": OUTPUT_LIMIT,
                 "open_files": OPEN_FILES, "pid_namespace": pid_namespace() is not None,
                 "user": None if user is None else [user.pw_uid, user.pw_gid, _tasks_of(user.pw_uid) + PROCESS_LIMIT],
                 "task": task, "ipc_namespace": ipc.wanted(), "cgroup": group,
@@ -276,7 +285,7 @@ def _start(python, root, work, fds, memory_mb, timeout, user, out_w, group=None)
     if unshare is not None:
         who = ["--setgid", str(user.pw_gid), "--setuid", str(user.pw_uid)] if user is not None else []
         args = [unshare, "--pid", "--fork", "--kill-child"] + who + ["--"] + args
-    limits = _limits(memory_mb, int(timeout) + 1, user, switch_user=unshare is None, group=group)
+    limits = _limits(memory_mb, cpu_limit(timeout), user, switch_user=unshare is None, group=group)
     return reaper.spawn(lambda: subprocess.Popen(
         args, cwd=work, stdin=subprocess.DEVNULL, stdout=out_w, stderr=out_w, env=env, pass_fds=fds,
         start_new_session=True, preexec_fn=limits))
@@ -438,7 +447,8 @@ def _run_child(root, configs, inputs_list, timeout, memory_mb, user, python, zyg
             pipes.read(0.05)
         pipes.close()
         fds = []
-        outcome = _outcome(proc.returncode, pipes, timed_out, flooded, len(configs), memory_mb, timeout, start)
+        outcome = _outcome(proc.returncode, pipes, timed_out, flooded, len(configs), memory_mb, timeout, start,
+                           getattr(proc, "cpu_seconds", None))
         outcome.starved = starved
         return outcome
     finally:
@@ -510,7 +520,7 @@ def free_space(user=None):
         _remove_owned(user.pw_uid)
 
 
-def _outcome(code, pipes, timed_out, flooded, cases, memory_mb, timeout, start):
+def _outcome(code, pipes, timed_out, flooded, cases, memory_mb, timeout, start, cpu_seconds=None):
     outcome = Outcome(output=untrusted.output_tail(pipes.output), seconds=time.monotonic() - start)
     if timed_out:
         outcome.failure = f"did not finish within {timeout:g} s (an infinite loop, or far too slow)"
@@ -520,7 +530,7 @@ def _outcome(code, pipes, timed_out, flooded, cases, memory_mb, timeout, start):
         outcome.failure = f"returned more than {RESPONSE_LIMIT >> 20} MiB of results"
     elif not pipes.response:
         if code is not None and code < 0:
-            outcome.failure = _signal_reason(code, memory_mb, timeout)
+            outcome.failure = _signal_reason(code, memory_mb, timeout, cpu_seconds)
         else:
             outcome.failure = (f"exited with code {code} before returning its results "
                                "(does the code call sys.exit, os._exit or exit?)")

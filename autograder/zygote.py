@@ -385,6 +385,18 @@ class ZygoteGone(Exception):
     """The zygote died, stopped answering or answered nonsense; the message says which."""
 
 
+def cpu_seconds(pid):
+    """The user and system CPU time of process ``pid`` and all its threads (``/proc/PID/stat``, which shows a
+    zombie's too), or None. A process 1 of a PID namespace ignores the SIGXCPU of its soft CPU limit, so the
+    kernel's SIGKILL at the hard limit ends it: this tells that end from the memory limit's."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rpartition(b")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 class Child:
     """A part's child forked by the zygote, as the ``reaper`` and ``sandbox`` use a ``Popen``: ``pid``,
     ``returncode``, ``poll()``, ``wait(timeout)``. ``lost`` is true if its zygote went away before the child
@@ -392,12 +404,13 @@ class Child:
 
     def __init__(self, generation, pid):
         self.generation, self.pid, self.returncode, self.lost = generation, pid, None, False
+        self.cpu_seconds = None          # the CPU time it used, once it ended (None if that could not be read)
 
     def poll(self):
         if self.returncode is None:
-            code = self.generation.ended(self.pid)
-            if code is not None:
-                self.returncode = code
+            ended = self.generation.ended(self.pid)
+            if ended is not None:
+                self.returncode, self.cpu_seconds = ended
             elif not self.generation.alive:
                 self.returncode, self.lost = -signal.SIGKILL, True
         return self.returncode
@@ -480,12 +493,16 @@ class _Generation:
             self.lose(f"it stopped reading ({error})")
 
     def ended(self, pid):
-        """The returncode of ``pid`` once the zygote reported it (the zygote then reaps it), else None."""
+        """``(returncode, CPU seconds used)`` of ``pid`` once the zygote reported its end, else None; the zygote
+        reaps it then, and not before: until then it is a zombie whose times the kernel still shows."""
         with self.event:
             code = self.exits.pop(pid, None)
-        if code is not None and self.alive:
+        if code is None:
+            return None
+        used = cpu_seconds(pid)
+        if self.alive:
             self.send({"op": "reap", "pid": pid})
-        return code
+        return code, used
 
     def fork(self, settings, fds, op="fork"):
         """The pid of a new child (``op`` "zygote": of a new zygote), or None (and ``alive`` false) if this
