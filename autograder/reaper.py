@@ -131,12 +131,29 @@ def _children(pid):
     return found
 
 
-def _state(pid):
-    """``pid``'s state letter ("Z" for a zombie), None once it is gone."""
+def _stat(pid):
+    """The fields of ``/proc/PID/stat`` after the command name (the state letter first), None once it is gone."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rpartition(b")")[2].split()[0].decode()
-    except (OSError, IndexError, UnicodeDecodeError):
+            return f.read().rpartition(b")")[2].split()
+    except OSError:
+        return None
+
+
+def _state(pid):
+    """``pid``'s state letter ("Z" for a zombie), None once it is gone."""
+    fields = _stat(pid)
+    return fields[0].decode("ascii", "replace") if fields else None
+
+
+def cpu_seconds(pid):
+    """The user and system CPU time of process ``pid`` and all its threads, a zombie's too (its parent has not
+    reaped it), or None. A process 1 of a PID namespace ignores the SIGXCPU of its soft CPU limit, so the
+    kernel's SIGKILL at the hard limit ends it: this tells that end from the memory limit's."""
+    fields = _stat(pid)
+    try:
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (TypeError, ValueError, IndexError):
         return None
 
 
@@ -162,12 +179,9 @@ def _table():
     table = {}
     for name in os.listdir("/proc"):
         if name.isdigit():
-            try:
-                with open(f"/proc/{name}/stat", "rb") as f:
-                    fields = f.read().rpartition(b")")[2].split()
-                table[int(name)] = (int(fields[1]), fields[0].decode())
-            except (OSError, ValueError, IndexError):
-                pass                                  # it ended while we looked
+            fields = _stat(name)
+            if fields and len(fields) > 1:            # else it ended while we looked
+                table[int(name)] = (int(fields[1]), fields[0].decode("ascii", "replace"))
     return table
 
 

@@ -242,19 +242,15 @@ def _fork(new_pid_namespace=False):
         own = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return os.fork()
-    libc, pid = _libc(), -1
     try:
-        if libc.unshare(CLONE_NEWPID) != 0:
+        if _libc().unshare(CLONE_NEWPID) != 0:
             return os.fork()
-        try:
-            pid = os.fork()
-        finally:
-            if pid != 0 and libc.setns(own, CLONE_NEWPID) != 0:
-                os._exit(1)      # its next child would share this one's namespace: the grader replaces it
+        pid = os.fork()              # if it fails, the zygote ends: the grader replaces it
+        if pid != 0 and _libc().setns(own, CLONE_NEWPID) != 0:
+            os._exit(1)              # its next child would share this one's namespace: the grader replaces it
+        return pid
     finally:
-        if pid != 0:
-            os.close(own)
-    return pid
+        os.close(own)                # in the child too (it closes every fd it inherited anyway)
 
 
 _WORKER = []                     # the per-part entry, ``worker``, with the grader modules it loads: run once
@@ -385,18 +381,6 @@ class ZygoteGone(Exception):
     """The zygote died, stopped answering or answered nonsense; the message says which."""
 
 
-def cpu_seconds(pid):
-    """The user and system CPU time of process ``pid`` and all its threads (``/proc/PID/stat``, which shows a
-    zombie's too), or None. A process 1 of a PID namespace ignores the SIGXCPU of its soft CPU limit, so the
-    kernel's SIGKILL at the hard limit ends it: this tells that end from the memory limit's."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            fields = f.read().rpartition(b")")[2].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
-        return None
-
-
 class Child:
     """A part's child forked by the zygote, as the ``reaper`` and ``sandbox`` use a ``Popen``: ``pid``,
     ``returncode``, ``poll()``, ``wait(timeout)``. ``lost`` is true if its zygote went away before the child
@@ -499,7 +483,8 @@ class _Generation:
             code = self.exits.pop(pid, None)
         if code is None:
             return None
-        used = cpu_seconds(pid)
+        from autograder import reaper
+        used = reaper.cpu_seconds(pid)
         if self.alive:
             self.send({"op": "reap", "pid": pid})
         return code, used

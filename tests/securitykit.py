@@ -14,9 +14,8 @@ import sys
 import threading
 import time
 
-from tests.graderkit import make_submission
+from tests.graderkit import at_top_of_forward, make_submission
 
-FORWARD = "        x, (h,), batched, _ = self._prepare(x, state)\n"
 PARTS = ["1.1", "2.1"]
 TIMEOUT = 30                     # seconds per part: generous, the campaign shares the machine; no attack loops
 MARGIN = 60                      # the campaign runs many graders at once on a shared machine
@@ -125,9 +124,7 @@ ATTACKS = {
 
 
 def attack_edits(code, base, secret, results):
-    body = PRELUDE.format(base=base, secret=secret, results=results) + code
-    lines = "".join("        " + line + "\n" if line else "\n" for line in body.strip("\n").split("\n"))
-    return [("nn/gru_cell.py", FORWARD, lines + FORWARD)]
+    return at_top_of_forward(PRELUDE.format(base=base, secret=secret, results=results) + code, "nn/gru_cell.py")
 
 
 def tree_digest(folder):

@@ -6,17 +6,15 @@ import time
 import pytest
 
 from autograder import spec
-from tests.graderkit import check_gradescope, load_results, make_grader_copy, make_submission, run_cli
+from tests.graderkit import (at_top_of_forward, check_gradescope, load_results, make_grader_copy, make_submission,
+                             run_cli)
 
 FULL_1_1_AND_2_1 = spec.PARTS_BY_NUMBER["1.1"].points + spec.PARTS_BY_NUMBER["2.1"].points
-
-FORWARD = "        x, (h,), batched, _ = self._prepare(x, state)\n"
 
 
 def hostile(code):
     """Edits that put ``code`` at the top of GRUCell.forward."""
-    body = "".join("        " + line + "\n" for line in code.strip("\n").split("\n"))
-    return [("nn/gru_cell.py", FORWARD, body + FORWARD)]
+    return at_top_of_forward(code, "nn/gru_cell.py")
 
 
 CASES = {

@@ -19,7 +19,7 @@ import pytest
 
 from autograder import ipc, mistakes, reaper, spec
 from tests import securitykit as kit
-from tests.graderkit import REPO, check_gradescope, make_grader_copy, make_submission
+from tests.graderkit import REPO, at_top_of_forward, check_gradescope, make_grader_copy, make_submission
 
 SECRET_TEXT = "ROOT-ONLY-51d0e2"
 RUN_AS_ATTACKS = ["honest broken", "FIFO in place of every reachable file",
@@ -276,9 +276,7 @@ def test_gradescope_as_root_runs_student_code_as_its_user_who_can_read_no_soluti
              "    raise ValueError('student code reached ' + _place)\n"
              "if os.getuid() == 0:\n"
              "    raise ValueError('student code ran as root')\n")
-    anchor = "        x, (h,), batched, _ = self._prepare(x, state)\n"
-    sub = make_submission(tmp_path / "sub", [("nn/rnn_cell.py", anchor, "".join(
-        f"        {line}\n" for line in probe.splitlines()) + anchor)])
+    sub = make_submission(tmp_path / "sub", at_top_of_forward(probe))
     shutil.copytree(os.path.join(sub, "mytorch"), os.path.join(root, "submission", "mytorch"))
     os.makedirs(os.path.join(root, "results"))
     env = dict(os.environ, AUTOGRADER_ROOT=root, MYTORCH_GRADESCOPE_USER=user.pw_name,

@@ -12,15 +12,12 @@ import sys
 import pytest
 
 from autograder import batch, data, grade, reaper, sandbox, spec, zygote
-from tests.graderkit import REPO, load_results, make_submission, run_cli
-
-RNN_FORWARD = "        x, (h,), batched, _ = self._prepare(x, state)\n"
+from tests.graderkit import REPO, at_top_of_forward, load_results, make_submission, run_cli
 
 
 def rnn_edit(code):
     """Code run at the top of RNNCell.forward (parts 1.1 and 1.2 both call it)."""
-    lines = "".join(f"        {line}\n" for line in code.splitlines())
-    return [("nn/rnn_cell.py", RNN_FORWARD, lines + RNN_FORWARD)]
+    return at_top_of_forward(code)
 
 
 def zygotes():
@@ -125,8 +122,7 @@ def test_a_killed_zygote_is_replaced_and_the_grade_completes(tmp_path):
             f"if not os.path.exists({str(marker)!r}):\n"
             f"    open({str(marker)!r}, 'w').close()\n"
             "    os.kill(os.getppid(), signal.SIGKILL)                 # its parent: the zygote\n")
-    sub = make_submission(tmp_path / "sub", [("nn/gru_cell.py", RNN_FORWARD, "".join(
-        f"        {line}\n" for line in kill.splitlines()) + RNN_FORWARD)])
+    sub = make_submission(tmp_path / "sub", at_top_of_forward(kill, "nn/gru_cell.py"))
     out = tmp_path / "r.json"
     proc = run_cli(["1.1", "1.2", "2.1", "2.2", "--submission", sub, "--json", str(out)],
                    env={"MYTORCH_GRADER_PID_NAMESPACE": "0"})
