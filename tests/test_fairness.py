@@ -18,12 +18,12 @@ from tests.graderkit import REPO, make_grader_copy, make_submission
 SPIN = "while True:\n    pass\n"
 
 
-def _python(code, nice=0, cpu=None):
+def _python(code, nice=0, cpu=None, stdout=None):
     def setup():
         if cpu is not None:
             os.sched_setaffinity(0, {cpu})
         os.nice(nice)
-    return subprocess.Popen([sys.executable, "-c", code], preexec_fn=setup)
+    return subprocess.Popen([sys.executable, "-c", code], preexec_fn=setup, stdout=stdout)
 
 
 @pytest.fixture
@@ -46,13 +46,21 @@ def _until(condition, seconds=20.0):
 
 
 def test_a_process_that_spins_or_sleeps_was_not_starved(processes):
-    spinner, sleeper = _python(SPIN), _python("import time\ntime.sleep(60)")
+    spinner = _python(SPIN)
+    sleeper = _python("import time\nprint('asleep', flush=True)\ntime.sleep(60)", stdout=subprocess.PIPE)
     processes += [spinner, sleeper]
     assert _until(lambda: fairness.run_and_wait([spinner.pid])[0] >= 0.5)
     assert not fairness.starved(spinner.pid, 1.0)     # it ran half of a 1 s limit, however long it waited
+    assert sleeper.stdout.readline() == b"asleep\n"
+    time.sleep(0.1)                                   # into time.sleep
     ran, waited = fairness.run_and_wait([sleeper.pid])
-    assert ran < 0.5 and waited < 0.5                 # it started, then slept: neither ran nor waited since
-    assert not fairness.starved(sleeper.pid, 1.0)
+    time.sleep(1.0)
+    ran_since, waited_since = (after - before for after, before in zip(fairness.run_and_wait([sleeper.pid]),
+                                                                        (ran, waited)))
+    assert ran_since < 0.01 and waited_since < 0.01   # asleep, it neither ran nor waited for a CPU
+    # so, having waited while it started (on a busy machine: for most of a second), it sat out a limit of twice
+    # that asleep without being starved
+    assert not fairness.starved(sleeper.pid, 2 * (ran + waited) + 1.0)
 
 
 def test_a_process_that_waited_for_a_cpu_more_than_it_ran_was_starved(processes):
