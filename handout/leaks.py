@@ -18,7 +18,10 @@ arithmetic and no call (``axis=0)``).
 Everything else is non-trivial, however short: ``dh = dA @ W`` leaks, and so does ``out = x.T``.
 """
 import ast
+import bisect
+import functools
 import io
+import itertools
 import json
 import os
 import re
@@ -32,8 +35,12 @@ SIMPLE_CALLS = {"range", "len", "reversed", "enumerate", "zip"}
 KEYWORD_ONLY = {"else:", "try:", "finally:", "pass", "break", "continue", "return"}
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def code_part(line):
-    """``line`` without its trailing comment (found by Python's tokenizer; by a simpler rule if it gives up)."""
+    """``line`` without its trailing comment (found by Python's tokenizer; by a simpler rule if it gives up).
+    Most lines have no '#' at all, and are kept as they are without being tokenized."""
+    if "#" not in line:
+        return line
     try:
         for token in tokenize.generate_tokens(io.StringIO(line).readline):
             if token.type == tokenize.COMMENT:
@@ -138,8 +145,9 @@ def _shipped_lines(root):
             except (UnicodeDecodeError, ValueError):    # binary data, or a notebook that is not JSON
                 continue
             for where, lines in chunks:
+                shown = os.path.relpath(where, root)
                 for k, line in enumerate(lines):
-                    shipped.setdefault(normalise(line), f"{os.path.relpath(where, root)}:{k + 1}")
+                    shipped.setdefault(normalise(line), f"{shown}:{k + 1}")
     return shipped
 
 
@@ -150,12 +158,15 @@ def find_leaks(solutions, root):
     """
     shipped = _shipped_lines(root)
     long_lines = [(text, where) for text, where in shipped.items() if len(text) >= LONG]
+    # the long lines joined by newlines (a normalised line has none), searched at once: a match lies in one line
+    joined = "\n".join(text for text, _ in long_lines)
+    starts = list(itertools.accumulate((len(text) + 1 for text, _ in long_lines[:-1]), initial=0))
     leaks = []
     for source, line in solutions:
         code = normalise(line)
         where = shipped.get(code)
-        if where is None and len(code) >= LONG:
-            where = next((w for text, w in long_lines if code in text), None)
+        if where is None and len(code) >= LONG and (at := joined.find(code)) >= 0:
+            where = long_lines[bisect.bisect_right(starts, at) - 1][1]
         if where is not None:
             leaks.append((source, line, where))
     return leaks
