@@ -52,8 +52,13 @@ def test_a_process_that_spins_or_sleeps_was_not_starved(processes):
     assert _until(lambda: fairness.run_and_wait([spinner.pid])[0] >= 0.5)
     assert not fairness.starved(spinner.pid, 1.0)     # it ran half of a 1 s limit, however long it waited
     assert sleeper.stdout.readline() == b"asleep\n"
-    time.sleep(0.1)                                   # into time.sleep
-    ran, waited = fairness.run_and_wait([sleeper.pid])
+    readings = []
+
+    def asleep():                                     # in time.sleep: nothing else can block it after the print
+        readings.append(fairness.run_and_wait([sleeper.pid]))
+        return reaper._state(sleeper.pid) == "S" and readings[-2:] == readings[-1:] * 2
+    assert _until(asleep)
+    ran, waited = readings[-1]
     time.sleep(1.0)
     ran_since, waited_since = (after - before for after, before in zip(fairness.run_and_wait([sleeper.pid]),
                                                                         (ran, waited)))
@@ -138,7 +143,7 @@ def test_two_alone_never_overlap():
 
 
 COURSE = '[assignment]\ntitle = "fair"\nsections = ["2"]\n'
-TIMEOUT = "2"
+TIMEOUT = "4"                    # the honest parts need 0.3 s of CPU each; the starver is slow to start on a busy machine
 FORWARD = '        """One step: returns h\' (N, H) or (H,). ``state`` is h_{t-1}; ``h_prev_t=`` is the course\'s name for it."""\n'
 # every forward call of a part's process: the first one starts 20 busy processes, each in a session of its own
 # (the scheduler gives each session a fair share), and waits; the part runs out of time with them

@@ -159,8 +159,9 @@ def test_fresh_seed_in_a_student_handout_needs_the_instructors_solution(tmp_path
 
 
 def test_a_part_is_held_to_its_memory_limit_across_all_its_processes(grader, tmp_path):
-    """Three forked processes each write 400 MiB: each is within the 1 GiB address-space limit, but together
-    they are over the part's 1 GiB. In the part's memory cgroup the kernel ends one of them."""
+    """Three forked processes each write 400 MiB and hold it: each is within the 1 GiB address-space limit, but
+    together they are over the part's 1 GiB. In the part's memory cgroup the kernel ends one of them (the
+    parent then ends the others with SIGTERM, which is not counted)."""
     from autograder import cgroups
     probe = cgroups.make(64)
     if probe is None:
@@ -168,10 +169,11 @@ def test_a_part_is_held_to_its_memory_limit_across_all_its_processes(grader, tmp
     cgroups.remove(probe)
     code = ("import os, signal\nif getattr(os, 'tried', 0):\n    raise ValueError('once is enough')\nos.tried = 1\n"
             "kids = []\nfor _ in range(3):\n    pid = os.fork()\n    if pid == 0:\n"
-            "        held = b'x' * (400 << 20)\n        import time\n        time.sleep(1)\n        os._exit(0)\n"
+            "        held = b'x' * (400 << 20)\n        import time\n        time.sleep(20)\n        os._exit(0)\n"
             "    kids.append(pid)\n"
-            "ended = [os.waitpid(k, 0)[1] for k in kids]\n"
-            "killed = sum(os.WIFSIGNALED(s) and os.WTERMSIG(s) == signal.SIGKILL for s in ended)\n"
+            "first, status = os.wait()\nended = {first: status}\n"
+            "for k in set(kids) - {first}:\n    os.kill(k, signal.SIGTERM)\n    ended[k] = os.waitpid(k, 0)[1]\n"
+            "killed = sum(os.WIFSIGNALED(s) and os.WTERMSIG(s) == signal.SIGKILL for s in ended.values())\n"
             "raise ValueError(f'children killed: {killed} of 3')")
     sub = make_submission(tmp_path / "sub", hostile(code))
     results_path = tmp_path / "results.json"

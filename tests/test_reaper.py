@@ -40,14 +40,18 @@ def test_a_helper_started_through_the_reaper_outlives_a_part_ending_while_an_orp
     assert reaper.become_subreaper()
     before = _children()
     stray = subprocess.Popen(["sleep", "30"])             # what an escaped grandchild looks like to the grader
-    done = {}
-    helper = threading.Thread(target=lambda: done.setdefault("run", reaper.run(["sleep", "1"], capture_output=True)))
+    done, (hold, release) = {}, os.pipe()                 # the helper waits for a line the test writes at the end
+    helper = threading.Thread(target=lambda: done.setdefault("run", reaper.run(
+        ["sh", "-c", "read line"], stdin=hold, capture_output=True)))
     helper.start()
     assert _until(lambda: len(_children() - before) == 2)
     reaper.end_orphans()                                  # what every part's end does (it reaps the stray)
     assert stray.pid not in _children() and stray.poll() is not None
     assert helper.is_alive()
+    os.write(release, b"done\n")
+    os.close(release)
     helper.join(timeout=30)
+    os.close(hold)
     assert done["run"].returncode == 0
 
 
@@ -108,16 +112,20 @@ def test_run_past_its_timeout_returns_though_what_the_helper_started_holds_its_p
     """A helper (a Python probe runs a .pth of whoever could write there) that leaves a process holding its
     stdout and stderr, in its own session or re-parented to the grader: run still ends by its timeout, with
     every one of them killed."""
-    start = {"child": "os.fork() == 0", "new session": "os.fork() == 0 and os.setsid()",
+    start = {"child": "os.fork() == 0", "new session": "os.fork() == 0 and os.setsid() is None",
              "double fork": "os.fork() == 0 and os.fork() == 0"}[hide]
+    ready, started = os.pipe()                            # the last process says it exists, well before the timeout
     code = (f"import os, sys, time  # {os.getpid()} {hide}\n"          # told apart from another test's
-            f"if {start}:\n    print(os.getpid(), flush=True)\n    time.sleep(60)\n"
+            f"if {start}:\n    print(os.getpid(), flush=True)\n    os.write({started}, b'x')\n    time.sleep(60)\n"
             "time.sleep(60)\n")
     reaper.become_subreaper()
     began = time.monotonic()
     with pytest.raises(subprocess.TimeoutExpired):
-        reaper.run([sys.executable, "-c", code], timeout=0.5, capture_output=True)
-    assert time.monotonic() - began < 5
+        reaper.run([sys.executable, "-c", code], timeout=5, capture_output=True, pass_fds=[started])
+    os.close(started)
+    assert os.read(ready, 1) == b"x"                      # what the timeout ended had started its child
+    os.close(ready)
+    assert time.monotonic() - began < 30                  # not the 60 s of the processes holding its pipes
     assert not reaper._ours
     assert _until(lambda: not _children())
     assert not [pid for pid, (_, state) in reaper._table().items()
