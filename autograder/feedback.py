@@ -207,11 +207,15 @@ def where_it_hung(output):
     """The innermost frame of the submission in a faulthandler dump: 'mytorch/nn/rnn_cell.py:57 in forward'.
 
     The dump (``Thread …`` / ``Current thread …`` then ``File "…", line N in NAME``, most recent call first)
-    is printed by the child shortly before its time is up. It is text the child controls, so it only ever
-    becomes part of a message.
+    is printed by the child shortly before its time is up, and again every tenth of a second or more by one
+    that started late: the last dump that shows the submission is read. It is text the child controls, so it
+    only ever becomes part of a message.
     """
-
-    frames = re.findall(r'File "[^"\n]*?/(mytorch/[^"\n]{1,200})", line (\d{1,7}) in (\w{1,100})', output)
+    frames = []
+    for dump in reversed(re.split(r"^Timeout \(", output, flags=re.M)):
+        frames = re.findall(r'File "[^"\n]*?/(mytorch/[^"\n]{1,200})", line (\d{1,7}) in (\w{1,100})', dump)
+        if frames:
+            break
     for path, line, function in frames:
         if path not in PROVIDED_FILES and (path, function) not in PROVIDED_FUNCTIONS:
             return f"{path}:{line} in {function}"

@@ -250,17 +250,20 @@ class _Pipes:
         self.open = {}
 
 
-def _env(work, timeout):
+def _env(work, timeout, start):
+    """The child's environment. MYTORCH_GRADER_DUMP_AT: when (``time.monotonic()``, one clock for every process)
+    it prints where every thread is, a second (a quarter of a short limit) before the limit counted from
+    ``start`` ends it, so an endless loop is located however long the child took to start."""
     return {**reaper.HELPER_ENV, "HOME": work, "TMPDIR": work,
-            "MYTORCH_GRADER_DUMP_AFTER": f"{max(timeout - 1.0, 0.75 * timeout):g}"}    # where an endless loop is
+            "MYTORCH_GRADER_DUMP_AT": repr(start + timeout - min(1.0, 0.25 * timeout))}
 
 
-def _fork(zygote, root, work, fds, memory_mb, timeout, user, out_w, task, bytecode, group=None):
+def _fork(zygote, root, work, fds, memory_mb, timeout, start, user, out_w, task, bytecode, group=None):
     """The child forked by ``zygote`` with the settings ``_start`` gives a spawned one, or None without one.
     ``task``: "part" (the worker) or "compile" (``zygote.compiled``); ``bytecode``: what that gave, if any."""
     if zygote is None:
         return None
-    settings = {"root": os.path.abspath(root), "work": work, "env": _env(work, timeout), "memory_mb": memory_mb,
+    settings = {"root": os.path.abspath(root), "work": work, "env": _env(work, timeout, start), "memory_mb": memory_mb,
                 "cpu_seconds": cpu_limit(timeout), "file_limit": OUTPUT_LIMIT,
                 "open_files": OPEN_FILES, "pid_namespace": pid_namespace() is not None,
                 "user": None if user is None else [user.pw_uid, user.pw_gid, _tasks_of(user.pw_uid) + PROCESS_LIMIT],
@@ -278,8 +281,8 @@ def _fork(zygote, root, work, fds, memory_mb, timeout, user, out_w, task, byteco
             os.close(fd)
 
 
-def _start(python, root, work, fds, memory_mb, timeout, user, out_w, group=None):
-    env = _env(work, timeout)
+def _start(python, root, work, fds, memory_mb, timeout, start, user, out_w, group=None):
+    env = _env(work, timeout, start)
     args = [python, "-I", "-B", WORKER, os.path.abspath(root)] + [str(fd) for fd in fds]
     unshare = pid_namespace()
     if unshare is not None:
@@ -403,10 +406,11 @@ def _run_child(root, configs, inputs_list, timeout, memory_mb, user, python, zyg
         out_r, out_w = os.pipe()
         fds = [req_w, resp_r, out_r]
         try:
-            proc = _fork(zygote, root, work, [req_r, resp_w], memory_mb, timeout, user, out_w, task, bytecode,
+            proc = _fork(zygote, root, work, [req_r, resp_w], memory_mb, timeout, start, user, out_w, task, bytecode,
                          group)
             if proc is None:
-                proc = _start(python or sys.executable, root, work, [req_r, resp_w], memory_mb, timeout, user, out_w,
+                proc = _start(python or sys.executable, root, work, [req_r, resp_w], memory_mb, timeout, start, user,
+                              out_w,
                               group)
         except (OSError, subprocess.SubprocessError) as error:
             who = f" as user {user.pw_name}" if user is not None else ""

@@ -16,6 +16,7 @@ import importlib.util
 import json
 import os
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -99,10 +100,12 @@ def main(root, request_fd, response_fd, pycs=None):
     import faulthandler
 
     non_dumpable()
-    # shortly before the parent's time limit, print where every thread is, so an endless loop is located
-    dump_after = float(os.environ.get("MYTORCH_GRADER_DUMP_AFTER", "0") or 0)
-    if dump_after > 0:
-        faulthandler.dump_traceback_later(dump_after, exit=False)
+    # shortly before the parent's time limit, print where every thread is, so an endless loop is located; a child
+    # that started so late that its code may not be running by then prints it again every tenth of a second or
+    # more until it ends (the next dump of one that started in time would come after the limit)
+    dump_at = os.environ.get("MYTORCH_GRADER_DUMP_AT")
+    if dump_at:
+        faulthandler.dump_traceback_later(max(float(dump_at) - time.monotonic(), 0.1), repeat=True, exit=False)
     driver, frames, tracing = _load("driver"), _load("frames"), _load("tracing")
     configs, arrays = frames.decode(_read_all(int(request_fd)))
     inputs = [{} for _ in configs]
