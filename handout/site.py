@@ -87,7 +87,10 @@ def execute_notebook(path, library_root):
     env = {**KERNEL_THREADS, **os.environ,
            "PYTHONPATH": os.pathsep.join([library_root, os.environ.get("PYTHONPATH", "")]),
            "MPLBACKEND": "module://matplotlib_inline.backend_inline", "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+    # a busy machine may deliver a cell's last outputs (a figure) seconds after the cell ended: wait for them
+    # rather than drop them (nbclient's default: 4 s, then silently without them)
     client = NotebookClient(notebook, timeout=EXECUTION_TIMEOUT, kernel_name="python3", record_timing=False,
+                            iopub_timeout=60, raise_on_iopub_timeout=True,
                             resources={"metadata": {"path": os.path.dirname(path)}})
     try:
         client.execute(env=env, stderr=subprocess.DEVNULL)   # the kernel's own start-up chatter
