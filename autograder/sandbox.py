@@ -263,8 +263,8 @@ def _fork(zygote, root, work, fds, memory_mb, timeout, start, user, out_w, task,
     ``task``: "part" (the worker) or "compile" (``zygote.compiled``); ``bytecode``: what that gave, if any."""
     if zygote is None:
         return None
-    settings = {"root": os.path.abspath(root), "work": work, "env": _env(work, timeout, start), "memory_mb": memory_mb,
-                "cpu_seconds": cpu_limit(timeout), "file_limit": OUTPUT_LIMIT,
+    settings = {"root": os.path.abspath(root), "work": work, "env": _env(work, timeout, start),
+                "memory_mb": memory_mb, "cpu_seconds": cpu_limit(timeout), "file_limit": OUTPUT_LIMIT,
                 "open_files": OPEN_FILES, "pid_namespace": pid_namespace() is not None,
                 "user": None if user is None else [user.pw_uid, user.pw_gid, _tasks_of(user.pw_uid) + PROCESS_LIMIT],
                 "task": task, "ipc_namespace": ipc.wanted(), "cgroup": group,
@@ -410,8 +410,7 @@ def _run_child(root, configs, inputs_list, timeout, memory_mb, user, python, zyg
                          group)
             if proc is None:
                 proc = _start(python or sys.executable, root, work, [req_r, resp_w], memory_mb, timeout, start, user,
-                              out_w,
-                              group)
+                              out_w, group)
         except (OSError, subprocess.SubprocessError) as error:
             who = f" as user {user.pw_name}" if user is not None else ""
             return Outcome(failure=f"could not be run: the grader failed to start Python{who} ({error})")

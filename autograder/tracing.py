@@ -20,7 +20,8 @@ same tracer runs, and only failing cases are traced, so its speed matters little
 
 Budgets: records, bytes and seconds of the tracing thread's CPU time. When one is spent, or anything in the
 tracer raises (a student's object can be anything), tracing stops for good and the run goes on untraced: what
-is lost is the diagnosis, never the case. Stdlib and NumPy only: the child loads this file by path (so does the test of the tracer).
+is lost is the diagnosis, never the case. Stdlib and NumPy only: the child loads this file by path (so does
+the test of the tracer).
 """
 import ast
 import linecache

@@ -143,7 +143,7 @@ def test_two_alone_never_overlap():
 
 
 COURSE = '[assignment]\ntitle = "fair"\nsections = ["2"]\n'
-TIMEOUT = "4"                    # the honest parts need 0.3 s of CPU each; the starver is slow to start on a busy machine
+TIMEOUT = "4"                    # honest parts need 0.3 s of CPU; on a busy machine, the starver is slow to start
 FORWARD = '        """One step: returns h\' (N, H) or (H,). ``state`` is h_{t-1}; ``h_prev_t=`` is the course\'s name for it."""\n'
 # every forward call of a part's process: the first one starts 20 busy processes, each in a session of its own
 # (the scheduler gives each session a fair share), and waits; the part runs out of time with them
