@@ -389,6 +389,21 @@ def _compiled_pyc(path, source):
     return bytes(bootstrap._code_to_hash_pyc(code, importlib.util.source_hash(source), checked=True))
 
 
+def _poll(proc):
+    """``proc.poll()``. A spawned child (a Popen) is reaped here by ``os.wait4``, which also gives the CPU time
+    of it and of every process it waited for, kept as ``proc.cpu_seconds`` (as a zygote's child has it): under
+    ``unshare --fork`` the worker is process 1 of its PID namespace, ended by the CPU limit's SIGKILL."""
+    if isinstance(proc, subprocess.Popen) and proc.returncode is None:
+        try:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        except ChildProcessError:
+            return proc.poll()
+        if pid:
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            proc.cpu_seconds = usage.ru_utime + usage.ru_stime
+    return proc.poll()
+
+
 def _run_child(root, configs, inputs_list, timeout, memory_mb, user, python, zygote, task, bytecode):
     start = time.monotonic()
     reaper.become_subreaper()
@@ -422,7 +437,7 @@ def _run_child(root, configs, inputs_list, timeout, memory_mb, user, python, zyg
         pipes = _Pipes(resp_r, out_r)
         deadline = start + timeout
         timed_out = flooded = False
-        while proc.poll() is None:
+        while _poll(proc) is None:
             left = deadline - time.monotonic()
             if left <= 0:
                 timed_out = True
@@ -430,8 +445,7 @@ def _run_child(root, configs, inputs_list, timeout, memory_mb, user, python, zyg
             if pipes.open:
                 pipes.read(min(left, 0.1))
             else:                                      # both pipes closed: only its exit is left to see
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    proc.wait(timeout=min(left, 0.1))
+                time.sleep(min(left, 0.02))
             if pipes.output_total > OUTPUT_LIMIT:
                 flooded = True
                 break
@@ -450,8 +464,8 @@ def _run_child(root, configs, inputs_list, timeout, memory_mb, user, python, zyg
             pipes.read(0.05)
         pipes.close()
         fds = []
-        outcome = _outcome(proc.returncode, pipes, timed_out, flooded, len(configs), memory_mb, timeout, start,
-                           getattr(proc, "cpu_seconds", None))
+        outcome = _outcome(_unshare_passed_on(proc, pipes), pipes, timed_out, flooded, len(configs), memory_mb,
+                           timeout, start, getattr(proc, "cpu_seconds", None))
         outcome.starved = starved
         return outcome
     finally:
@@ -521,6 +535,20 @@ def free_space(user=None):
         tree.remove(work)
     if user is not None and user.pw_uid != 0:
         _remove_owned(user.pw_uid)
+
+
+UNSHARE_KILLED = b"unshare: sigprocmask unblock failed: Invalid argument"
+
+
+def _unshare_passed_on(proc, pipes):
+    """The child's exit status. A spawned worker runs under ``unshare --fork``, which ends as its child did; but
+    util-linux 2.38's cannot pass on a SIGKILL (the memory cgroup's, the hard CPU limit's): it says so and exits
+    with 1. That is read as the SIGKILL it was, and the line is dropped from the output shown."""
+    if (proc.returncode == 1 and isinstance(proc, subprocess.Popen) and pid_namespace() is not None
+            and proc.args[0] == pid_namespace() and pipes.output.rstrip().endswith(UNSHARE_KILLED)):
+        del pipes.output[pipes.output.rstrip().rfind(UNSHARE_KILLED):]
+        return -signal.SIGKILL
+    return proc.returncode
 
 
 def _outcome(code, pipes, timed_out, flooded, cases, memory_mb, timeout, start, cpu_seconds=None):

@@ -80,13 +80,16 @@ def test_as_root_each_childs_code_runs_as_process_1_of_a_pid_namespace_of_its_ow
     assert os.readlink("/proc/self/ns/pid") not in {namespace for _, _, _, namespace in seen}, seen
 
 
+@pytest.mark.parametrize("forked", ["1", "0"], ids=["zygote", "spawned"])
 @pytest.mark.parametrize("namespace", ["1", "0"], ids=["pid-namespace", "no-pid-namespace"])
-def test_a_part_over_its_cpu_limit_is_told_so_even_as_process_1(tmp_path, monkeypatch, namespace):
+def test_a_part_over_its_cpu_limit_is_told_so_even_as_process_1(tmp_path, monkeypatch, namespace, forked):
     """A process 1 of a PID namespace ignores the SIGXCPU of its soft CPU limit and dies of the SIGKILL at the
     hard one, which alone would read as the memory limit's. With the CPU limit lowered to 1 s (hard 2 s) and a
     wall-clock limit of 60 s (a busy machine may give the loop a small share of a CPU), a busy loop is ended by
     the CPU limit, and the report says so either way."""
     monkeypatch.setenv("MYTORCH_GRADER_PID_NAMESPACE", namespace)
+    monkeypatch.setattr(sandbox, "_unshare", [])             # looked for again, with the setting above
+    monkeypatch.setenv("MYTORCH_GRADER_ZYGOTE", forked)
     monkeypatch.setattr(sandbox, "cpu_limit", lambda timeout: 1)
     sub = make_submission(tmp_path / "sub", rnn_edit("while True:\n    pass"))
     [result] = grade.grade(sub, [spec.PARTS_BY_NUMBER["1.1"]], timeout=60.0)
