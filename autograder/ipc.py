@@ -124,16 +124,21 @@ def can_hide():
     own."""
     if not _can_hide:
         import tempfile
+        import types
         works = False
         if _libc is not None and os.geteuid() == 0 and os.environ.get("MYTORCH_GRADER_MOUNT_NAMESPACE", "1") != "0":
             folder = tempfile.mkdtemp(prefix="mytorch-hide-")
             try:
                 with open(os.path.join(folder, "seen"), "w"):
                     pass
-                pid = os.fork()
-                if pid == 0:
+                from autograder import reaper         # (reaper imports this module)
+                child = reaper.spawn(lambda: types.SimpleNamespace(pid=os.fork()))   # no part's end kills it
+                if child.pid == 0:
                     os._exit(0 if hide([folder]) and not os.listdir(folder) else 1)
-                works = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+                try:
+                    works = os.waitstatus_to_exitcode(os.waitpid(child.pid, 0)[1]) == 0
+                finally:
+                    reaper.reaped(child)
             finally:
                 with contextlib.suppress(OSError):
                     os.unlink(os.path.join(folder, "seen"))
