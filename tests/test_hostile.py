@@ -63,9 +63,9 @@ def test_hostile_submission(name, grader, tmp_path):
     sub = make_submission(tmp_path / "sub", edits)
     results_path = tmp_path / "results.json"
     start = time.monotonic()
-    timeout = "3" if name == "infinite loop" else "15"     # filling 1 GiB takes ~2 s on this machine
+    timeout = "3" if name == "infinite loop" else "30"     # filling 1 GiB takes ~2 s here, 10 s on a busy machine
     proc = run_cli(["1.1", "2.1", "--submission", sub, "--timeout", timeout, "--json", str(results_path)], cwd=grader)
-    assert time.monotonic() - start < 40
+    assert time.monotonic() - start < 100                   # a part's limit, and once more alone if starved
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stdout and "Traceback" not in proc.stderr
     tests = check_gradescope(load_results(results_path))
