@@ -203,28 +203,35 @@ def merge_hints(hints):
     return out
 
 
+DUMP_FRAME = re.compile(r'File "[^"\n]*?/(mytorch/[^"\n]{1,200})", line (\d{1,7}) in (\w{1,100})')
+# where a dump begins: its header, or (in a tail cut inside one, maybe inside a line) a frame line as
+# faulthandler writes it, which has no comma before "in" (a Python traceback's has)
+DUMP_START = re.compile(r'^(Thread 0x[0-9a-f]+|Current thread 0x[0-9a-f]+|Timeout \(\d|.*", line \d+ in \S+$)',
+                        re.M)
+
+
 def where_it_hung(output):
     """The innermost frame of the submission in a faulthandler dump: 'mytorch/nn/rnn_cell.py:57 in forward'.
 
     The dump (``Thread …`` / ``Current thread …`` then ``File "…", line N in NAME``, most recent call first)
     is printed by the child shortly before its time is up, and again every tenth of a second or more by one
-    that started late: the last dump that shows the submission is read. It is text the child controls, so it
+    that started late: the last dump with a frame of the student's own code is read (the very last may have
+    been cut short by the kill), else the innermost mytorch frame of any. It is text the child controls, so it
     only ever becomes part of a message.
     """
-    frames = []
+    seen = []
     for dump in reversed(re.split(r"^Timeout \(", output, flags=re.M)):
-        frames = re.findall(r'File "[^"\n]*?/(mytorch/[^"\n]{1,200})", line (\d{1,7}) in (\w{1,100})', dump)
-        if frames:
-            break
-    for path, line, function in frames:
-        if path not in PROVIDED_FILES and (path, function) not in PROVIDED_FUNCTIONS:
-            return f"{path}:{line} in {function}"
-    return f"{frames[0][0]}:{frames[0][1]} in {frames[0][2]}" if frames else ""
+        frames = DUMP_FRAME.findall(dump)
+        seen = seen or frames
+        for path, line, function in frames:
+            if path not in PROVIDED_FILES and (path, function) not in PROVIDED_FUNCTIONS:
+                return f"{path}:{line} in {function}"
+    return f"{seen[0][0]}:{seen[0][1]} in {seen[0][2]}" if seen else ""
 
 
 def strip_dump(output):
-    """``output`` without the faulthandler dump (everything from its first header line on)."""
-    match = re.search(r"^(Thread 0x[0-9a-f]+|Current thread 0x[0-9a-f]+|Timeout \(\d).*$", output, re.M)
+    """``output`` without the faulthandler dumps (everything from the first line of one on)."""
+    match = DUMP_START.search(output)
     return output[:match.start()] if match else output
 
 

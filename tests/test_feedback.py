@@ -114,6 +114,24 @@ def test_where_it_hung_reads_a_faulthandler_dump_and_nothing_else():
     assert feedback.where_it_hung('File "/a/mytorch/' + "x" * 5000 + '", line 1 in f') == ""
 
 
+def test_repeated_dumps_give_the_students_line_and_none_of_them_is_shown_as_output():
+    """A child that started late dumps every tenth of a second: the last dump that reaches the student's code
+    is read (the very last, cut short by the kill, shows only a provided function), and a tail of the output
+    that begins inside a dump shows none of it, though the student's own traceback (``line N, in f``) stays."""
+    def dump(*frames):
+        return "Timeout (0:00:00.100000)!\nThread 0x00007f (most recent call first):\n" + "".join(
+            f'  File "/tmp/x/mytorch/{path}", line {line} in {name}\n' for path, line, name in frames)
+    complete = dump(("nn/cell.py", 80, "_prepare"), ("nn/rnn_cell.py", 61, "forward"))
+    cut_short = dump(("nn/cell.py", 80, "_prepare"))
+    assert feedback.where_it_hung(dump(("nn/rnn_cell.py", 57, "forward")) + complete + cut_short) == \
+        "mytorch/nn/rnn_cell.py:61 in forward"
+    assert feedback.where_it_hung(cut_short) == "mytorch/nn/cell.py:80 in _prepare"
+    own = 'Traceback (most recent call last):\n  File "/tmp/x/mytorch/nn/rnn_cell.py", line 9, in f\nValueError\n'
+    for cut in (complete.index("  File"), complete.index("mytorch")):     # at a line, inside one
+        assert feedback.strip_dump(own + complete[cut:] + complete) == own
+        assert feedback.strip_dump(complete[cut:] + complete) == ""
+
+
 def test_a_child_report_of_the_wrong_types_is_ignored_not_trusted():
     part = spec.PARTS_BY_NUMBER["1.1"]
     stored = data.load_part("1.1")
