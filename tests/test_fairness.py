@@ -63,9 +63,9 @@ def test_a_process_that_spins_or_sleeps_was_not_starved(processes):
     ran_since, waited_since = (after - before for after, before in zip(fairness.run_and_wait([sleeper.pid]),
                                                                         (ran, waited)))
     assert ran_since < 0.01 and waited_since < 0.01   # asleep, it neither ran nor waited for a CPU
-    # so, having waited while it started (on a busy machine: for most of a second), it sat out a limit of twice
-    # that asleep without being starved
-    assert not fairness.starved(sleeper.pid, 2 * (ran + waited) + 1.0)
+    # so a part that sleeps out the default 20 s limit is not starved, though it waited for most of a second
+    # while Python started on a busy machine (a part's child, forked from the zygote, waits far less)
+    assert not fairness.starved(sleeper.pid, 20.0)
 
 
 def test_a_process_that_waited_for_a_cpu_more_than_it_ran_was_starved(processes):
