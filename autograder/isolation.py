@@ -168,7 +168,10 @@ def writable_by_each(paths, users, shallow=()):
         listed = [p for top in folders for p in _walked(top)]
     listed += [p for top in shallow_folders for p in _walked(top, deep=False)]   # a find costs more than these
     for path in dict.fromkeys(listed):
-        info = os.lstat(path)
+        try:
+            info = os.lstat(path)
+        except FileNotFoundError:    # removed since it was listed, so nothing can run it; whoever may write its
+            continue                 # folder could make it again, and the folder itself is looked at
         if stat.S_ISLNK(info.st_mode):                    # what it points to is what Python would read
             try:
                 info = os.stat(path)
