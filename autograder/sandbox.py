@@ -544,9 +544,10 @@ def _unshare_passed_on(proc, pipes):
     """The child's exit status. A spawned worker runs under ``unshare --fork``, which ends as its child did; but
     util-linux 2.38's cannot pass on a SIGKILL (the memory cgroup's, the hard CPU limit's): it says so and exits
     with 1. That is read as the SIGKILL it was, and the line is dropped from the output shown."""
-    if (proc.returncode == 1 and isinstance(proc, subprocess.Popen) and pid_namespace() is not None
-            and proc.args[0] == pid_namespace() and pipes.output.rstrip().endswith(UNSHARE_KILLED)):
-        del pipes.output[pipes.output.rstrip().rfind(UNSHARE_KILLED):]
+    said = pipes.output.rstrip()
+    if (proc.returncode == 1 and isinstance(proc, subprocess.Popen) and proc.args[0] == pid_namespace()
+            and said.endswith(UNSHARE_KILLED)):
+        del pipes.output[len(said) - len(UNSHARE_KILLED):]
         return -signal.SIGKILL
     return proc.returncode
 

@@ -21,6 +21,13 @@ def rnn_edit(code):
     return at_top_of_forward(code)
 
 
+def _pid_namespace(monkeypatch, wanted):
+    """MYTORCH_GRADER_PID_NAMESPACE set to ``wanted`` for this test, and ``unshare`` looked for again with it
+    (``sandbox.pid_namespace`` keeps its first answer for the process)."""
+    monkeypatch.setenv("MYTORCH_GRADER_PID_NAMESPACE", wanted)
+    monkeypatch.setattr(sandbox, "_unshare", [])
+
+
 def zygotes():
     """Pids of the zygotes this process started and that are alive now."""
     found = set()
@@ -64,7 +71,7 @@ def test_as_root_each_childs_code_runs_as_process_1_of_a_pid_namespace_of_its_ow
     namespaces, none the grader's. (Namespace inode numbers are reused once one is gone, so they are not
     compared.)"""
     monkeypatch.setenv("MYTORCH_GRADER_ZYGOTE", zygotes_on)
-    monkeypatch.setenv("MYTORCH_GRADER_PID_NAMESPACE", "1")
+    _pid_namespace(monkeypatch, "1")
     log = tmp_path / "seen"
     record = (f"with open({str(log)!r}, 'a') as _f:\n"
               "    import os as _os\n"
@@ -87,8 +94,7 @@ def test_a_part_over_its_cpu_limit_is_told_so_even_as_process_1(tmp_path, monkey
     hard one, which alone would read as the memory limit's. With the CPU limit lowered to 1 s (hard 2 s) and a
     wall-clock limit of 60 s (a busy machine may give the loop a small share of a CPU), a busy loop is ended by
     the CPU limit, and the report says so either way."""
-    monkeypatch.setenv("MYTORCH_GRADER_PID_NAMESPACE", namespace)
-    monkeypatch.setattr(sandbox, "_unshare", [])             # looked for again, with the setting above
+    _pid_namespace(monkeypatch, namespace)
     monkeypatch.setenv("MYTORCH_GRADER_ZYGOTE", forked)
     monkeypatch.setattr(sandbox, "cpu_limit", lambda timeout: 1)
     sub = make_submission(tmp_path / "sub", rnn_edit("while True:\n    pass"))
