@@ -1,7 +1,9 @@
 """Shared helpers: the cells under test, random data, and the optional PyTorch oracle."""
 import compileall
+import gc
 import importlib.util
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -9,7 +11,27 @@ import pytest
 from mytorch.nn import CELLS
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
-needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="PyTorch is not installed (pip install torch==2.13.0)")
+NO_TORCH = "PyTorch is not installed (pip install torch==2.13.0)"
+needs_torch = pytest.mark.skipif(not HAS_TORCH, reason=NO_TORCH)
+
+
+def lazy_torch():
+    """PyTorch, imported when first used (``importlib.util.LazyLoader``). Every worker imports every test module
+    to collect it, and PyTorch's import costs 3 s of CPU here: with the tests that use it in one xdist group
+    (``pytest_collection_modifyitems``), one worker pays it instead of each."""
+    if "torch" in sys.modules:
+        return sys.modules["torch"]
+    spec = importlib.util.find_spec("torch")
+    spec.loader = importlib.util.LazyLoader(spec.loader)
+    torch = importlib.util.module_from_spec(spec)
+    sys.modules["torch"] = torch
+    spec.loader.exec_module(torch)
+    return torch
+
+
+def uses_torch(item):
+    return any(mark.kwargs.get("reason") == NO_TORCH for mark in item.iter_markers("skipif"))
+
 
 # float64 centred differences on a correct backward reach ~1e-8 at worst; the bar the project promises
 GRADCHECK_TOL = 1e-6
@@ -108,4 +130,14 @@ def pytest_collection_modifyitems(config, items):
         elif SHARED_FIXTURES & fixtures:
             item.add_marker(pytest.mark.xdist_group(item.module.__name__))
             rank[item.nodeid] = 2
+        elif uses_torch(item):
+            item.add_marker(pytest.mark.xdist_group("torch"))
+            rank[item.nodeid] = 2
     items.sort(key=lambda item: rank.get(item.nodeid, 3))        # stable: each group keeps its order
+
+
+def pytest_collection_finish(session):
+    """What collection imported (NumPy, PyTorch, every test module) lives as long as the worker: frozen out of
+    the garbage collector's view, so that each full collection during the run does not walk it again."""
+    gc.collect()
+    gc.freeze()

@@ -7,11 +7,10 @@ import pytest
 import mytorch
 from mytorch.nn import GMU, GRU, LSTM, RNN, TGRU, GMUCell, GRUBlock, GRUBlockCell, GRUCell, TGRUCell
 from mytorch.nn.recurrent import Recurrent
-from tests.conftest import GRADCHECK_TOL, HAS_TORCH, needs_torch
+from tests.conftest import GRADCHECK_TOL, HAS_TORCH, lazy_torch, needs_torch
 
 if HAS_TORCH:
-    import torch
-    from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+    torch = lazy_torch()
 
 LAYERS = [RNN, GRU, GRUBlock, GMU, TGRU, LSTM]
 layer_ids = [c.__name__ for c in LAYERS]
@@ -374,9 +373,10 @@ def test_lengths_match_pack_padded_sequence(kind, bidirectional_torch, batch_fir
     w_h, w_c = rng.standard_normal((D * L, N, H)), rng.standard_normal((D * L, N, H))
     Xt, h0t = torch.tensor(X, requires_grad=True), torch.tensor(state0, requires_grad=True)
     c0t = torch.zeros(D * L, N, H, dtype=torch.float64, requires_grad=True)
-    packed = pack_padded_sequence(Xt, torch.tensor(lengths), batch_first=batch_first, enforce_sorted=False)
+    rnn_utils = torch.nn.utils.rnn
+    packed = rnn_utils.pack_padded_sequence(Xt, torch.tensor(lengths), batch_first=batch_first, enforce_sorted=False)
     out, s_n = theirs(packed, (h0t, c0t) if kind == "lstm" else h0t)
-    Yt, _ = pad_packed_sequence(out, batch_first=batch_first, total_length=T)
+    Yt, _ = rnn_utils.pad_packed_sequence(out, batch_first=batch_first, total_length=T)
     h_nt = s_n[0] if kind == "lstm" else s_n
     loss = (Yt * torch.tensor(wY)).sum() + (h_nt * torch.tensor(w_h)).sum()
     if kind == "lstm":

@@ -5,10 +5,10 @@ import pytest
 
 import mytorch
 from mytorch.nn import LSTMCell
-from tests.conftest import GRADCHECK_TOL, HAS_TORCH, SHAPES, needs_torch, random_state, random_x, shape_id
+from tests.conftest import GRADCHECK_TOL, HAS_TORCH, SHAPES, lazy_torch, needs_torch, random_state, random_x, shape_id
 
 if HAS_TORCH:
-    import torch
+    torch = lazy_torch()
 
 
 def sig(a):

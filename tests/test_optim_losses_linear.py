@@ -4,11 +4,11 @@ import pytest
 
 from mytorch.nn import GRU, CrossEntropyLoss, Linear, MSELoss
 from mytorch.optim import SGD, Adam, clip_grad_norm
-from tests.conftest import HAS_TORCH, needs_torch
+from tests.conftest import HAS_TORCH, lazy_torch, needs_torch
 from tests.oracle import numeric_gradient as numeric_grad
 
 if HAS_TORCH:
-    import torch
+    torch = lazy_torch()
 
 
 def test_linear_gradients(rng):

@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 
 from mytorch.nn import GMUCell, GRU, GRUBlockCell, GRUCell, RNN, RNNCell, TGRU, gru_block_cell, gru_block_cell_grad
-from tests.conftest import HAS_TORCH, needs_torch
+from tests.conftest import HAS_TORCH, lazy_torch, needs_torch
 
 if HAS_TORCH:
-    import torch
+    torch = lazy_torch()
 
 pytestmark = needs_torch
 TOL = dict(rtol=1e-10, atol=1e-12)
@@ -95,41 +95,44 @@ def test_unbatched_sequence_matches_torch(rng):
 # torch autograd over the written equations
 
 
-class SeedGMUCell(torch.nn.Module if HAS_TORCH else object):
-    """The forum question's JitGMUCell, exactly as written there (without jit)."""
+def seed_gmu_cell(input_size, hidden_size):
+    """The forum question's JitGMUCell, exactly as written there (without jit); a torch.nn.Module defined here,
+    where PyTorch is imported, not when the module is collected."""
+    class SeedGMUCell(torch.nn.Module):
+        def __init__(self, input_size, hidden_size):
+            super().__init__()
+            self.hidden_size = hidden_size
+            self.weight_ih = torch.nn.Parameter(torch.empty(3 * hidden_size, input_size, dtype=torch.float64))
+            self.weight_hh = torch.nn.Parameter(torch.empty(3 * hidden_size, hidden_size, dtype=torch.float64))
+            self.weight_ch_m = torch.nn.Parameter(torch.empty(hidden_size, dtype=torch.float64))
+            self.weight_ch_o = torch.nn.Parameter(torch.empty(hidden_size, dtype=torch.float64))
+            self.bias_ih = torch.nn.Parameter(torch.empty(3 * hidden_size, dtype=torch.float64))
+            self.bias_hh = torch.nn.Parameter(torch.empty(3 * hidden_size, dtype=torch.float64))
+            stdv = 1.0 / np.sqrt(hidden_size)
+            for weight in self.parameters():
+                torch.nn.init.uniform_(weight, -stdv, stdv)
 
-    def __init__(self, input_size, hidden_size):
-        super().__init__()
-        self.hidden_size = hidden_size
-        self.weight_ih = torch.nn.Parameter(torch.empty(3 * hidden_size, input_size, dtype=torch.float64))
-        self.weight_hh = torch.nn.Parameter(torch.empty(3 * hidden_size, hidden_size, dtype=torch.float64))
-        self.weight_ch_m = torch.nn.Parameter(torch.empty(hidden_size, dtype=torch.float64))
-        self.weight_ch_o = torch.nn.Parameter(torch.empty(hidden_size, dtype=torch.float64))
-        self.bias_ih = torch.nn.Parameter(torch.empty(3 * hidden_size, dtype=torch.float64))
-        self.bias_hh = torch.nn.Parameter(torch.empty(3 * hidden_size, dtype=torch.float64))
-        stdv = 1.0 / np.sqrt(hidden_size)
-        for weight in self.parameters():
-            torch.nn.init.uniform_(weight, -stdv, stdv)
+        def forward(self, x, state):
+            hx, cx = state
+            xh = torch.mm(x, self.weight_ih.t()) + self.bias_ih + torch.mm(hx, self.weight_hh.t()) + self.bias_hh
+            i, m, o = xh.chunk(3, 1)
+            m = m + (self.weight_ch_m * cx)
+            o = o + (self.weight_ch_o * cx)
+            i = torch.tanh(i)
+            m = torch.sigmoid(m)
+            o = torch.sigmoid(o)
+            h = (1 - m) * cx + (m * i)
+            c = (1 - o) * i + (o * cx)
+            return h, (h, c)
 
-    def forward(self, x, state):
-        hx, cx = state
-        xh = torch.mm(x, self.weight_ih.t()) + self.bias_ih + torch.mm(hx, self.weight_hh.t()) + self.bias_hh
-        i, m, o = xh.chunk(3, 1)
-        m = m + (self.weight_ch_m * cx)
-        o = o + (self.weight_ch_o * cx)
-        i = torch.tanh(i)
-        m = torch.sigmoid(m)
-        o = torch.sigmoid(o)
-        h = (1 - m) * cx + (m * i)
-        c = (1 - o) * i + (o * cx)
-        return h, (h, c)
+    return SeedGMUCell(input_size, hidden_size)
 
 
 def test_gmu_sequence_matches_the_forum_questions_module(rng):
     """A loss on h only; the last step's c gets no gradient (None), as the forum question asks."""
     T, N, I, H = 6, 3, 4, 5
     torch.manual_seed(3)
-    theirs = SeedGMUCell(I, H)
+    theirs = seed_gmu_cell(I, H)
     mine = GMUCell(I, H)
     load_from_torch(mine, theirs)
     X, w = rng.standard_normal((T, N, I)), rng.standard_normal((T, N, H))
