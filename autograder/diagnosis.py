@@ -314,8 +314,9 @@ def kind_of_difference(got, expected, previous=(), gates=()):
             return "the previous step's value"
     nonzero = finite & (np.abs(expected) > 1e-12)
     if nonzero.any() and finite.all():
-        ratios = got[nonzero] / expected[nonzero]
-        factor = float(np.median(ratios))
+        ratios = np.sort(got[nonzero] / expected[nonzero])
+        # their median (np.median imports numpy.ma: 16 ms of a grade's CPU)
+        factor = float(ratios[(ratios.size - 1) // 2] + ratios[ratios.size // 2]) / 2
         if not got.any():
             return "all zeros"
         if got.size > 1 and abs(factor - 1) > 1e-6 and np.allclose(ratios, factor, rtol=1e-6) and _close(got, factor * expected):
