@@ -33,6 +33,8 @@ Nothing here raises into the grader: ``explain`` returns [] when it cannot say a
 import bisect
 import dataclasses
 import difflib
+import functools
+import math
 import re
 
 import numpy as np
@@ -65,6 +67,10 @@ def _int(v, low=0, high=1 << 31):
     return v
 
 
+def _dim(v):
+    return _int(v, 0, 1 << 24)
+
+
 def parse(meta, flat):
     """The records of one trace (see ``tracing.Trace.pack``), checked; ValueError if anything is malformed."""
     if not isinstance(meta, dict) or not isinstance(meta.get("records"), list) or type(flat) is not np.ndarray:
@@ -82,18 +88,19 @@ def parse(meta, flat):
             cleaned[key] = untrusted.text(value, limit)
         return cleaned[key]
     for index, entry in enumerate(entries):
-        if not (isinstance(entry, list) and len(entry) == 7 and all(isinstance(entry[k], str) for k in (0, 1, 4))
-                and isinstance(entry[5], list) and isinstance(entry[6], list) and len(entry[6]) <= 8):
+        if not (isinstance(entry, list) and len(entry) == 7):
             raise ValueError("a malformed trace record")
-        shape = tuple(_int(d, 0, 1 << 24) for d in entry[6])
-        size = int(np.prod(shape, dtype=np.int64))
+        name, file, line, frame, function, reads, dims = entry
+        if not (isinstance(name, str) and isinstance(file, str) and isinstance(function, str)
+                and isinstance(reads, list) and isinstance(dims, list) and len(dims) <= 8):
+            raise ValueError("a malformed trace record")
+        shape = tuple(map(_dim, dims))
+        size = math.prod(shape)
         if offset + size > flat.size:
             raise ValueError("a trace's values are cut short")
-        reads = tuple(r for r in (_int(r) for r in entry[5][:64]) if r < index)
-        name, file = clean(entry[0], 120), clean(entry[1], 200)
-        line = _int(entry[2], 0, 1 << 24)
-        text = clean(texts.get(f"{entry[1]}:{line}", ""), 200)
-        records.append(Record(name, file, line, text, _int(entry[3]), clean(entry[4], 80), reads,
+        line = _int(line, 0, 1 << 24)
+        records.append(Record(clean(name, 120), clean(file, 200), line, clean(texts.get(f"{file}:{line}", ""), 200),
+                              _int(frame), clean(function, 80), tuple(r for r in map(_int, reads[:64]) if r < index),
                               flat[offset:offset + size].reshape(shape)))
         offset += size
     if offset != flat.size:
@@ -292,6 +299,7 @@ def candidate(finding, reference, student):
     return min(ranked)[-1] if ranked else None
 
 
+@functools.lru_cache(maxsize=4096)             # a trace names a few quantities many times
 def _base(name):
     return re.sub(r"\s+", "", name.replace("'", '"'))
 

@@ -56,6 +56,40 @@ def test_the_trace_records_assignments_with_their_lines_reads_and_callers(tmp_pa
     assert sys.gettrace() is None
 
 
+# what each field of a trace record may not be (it comes from the student's child: hostile input)
+NOT_A_NAME = [None, 1, [], {}]
+NOT_IN = {0: NOT_A_NAME, 1: NOT_A_NAME, 4: NOT_A_NAME,
+          2: [None, -1, 1 << 24, 1.0, True, "1", []],                        # line
+          3: [None, -1, 1 << 31, 1.5, False, "0"],                            # frame
+          5: [None, "0", [None], [-1], [0.0], [True], [1 << 31], [[0]]],       # reads
+          6: [None, "3", [None], [-1], [1 << 24], [1.5], [True], [[1]]]}          # shape
+
+
+def test_a_malformed_trace_is_refused_with_a_value_error():
+    """Every field of a record, every wrong type or bound, and values that do not add up: ValueError, which
+    ``trace_case`` takes as no trace, never another exception in the grader nor a record it trusts."""
+    meta, flat = data.load_part("2.2").traces[0]
+    assert len(diagnosis.parse(meta, flat).records) == len(meta["records"]) > 1
+    shape = meta["records"][0][6]
+    wrong = [(field, value) for field, values in NOT_IN.items() for value in values]
+    wrong += [(6, [*shape[:-1], shape[-1] + 1]), (6, shape + [2]),              # more values than there are
+              (6, shape + [1] * (9 - len(shape)))]                              # more than 8 dimensions
+    for field, value in wrong:
+        broken = json.loads(json.dumps(meta))
+        broken["records"][0][field] = value
+        with pytest.raises(ValueError):
+            diagnosis.parse(broken, flat)
+    for record in (None, "x", meta["records"][0][:6], meta["records"][0] + [0]):
+        with pytest.raises(ValueError):
+            diagnosis.parse(dict(meta, records=[record] + meta["records"][1:]), flat)
+    for values in (flat[:-1], np.append(flat, 0.0), flat.astype(np.float32), flat.reshape(1, -1), list(flat)):
+        with pytest.raises(ValueError):
+            diagnosis.parse(meta, values)
+    with pytest.raises(ValueError):
+        diagnosis.parse(dict(meta, records=meta["records"] * (diagnosis.RECORD_LIMIT // len(meta["records"]) + 1)),
+                        np.tile(flat, diagnosis.RECORD_LIMIT // len(meta["records"]) + 1))
+
+
 def test_a_flooding_loop_fills_the_budget_and_stops_the_trace_not_the_code(tmp_path):
     f = _module(tmp_path, "import numpy as np\ndef flood(k):\n    for i in range(k):\n        junk = np.ones(4)\n"
                           "    return np.full(3, float(k))\n")
