@@ -83,15 +83,27 @@ def _loads(node):
     return found
 
 
+def _statement_nodes(body):
+    """Every statement in a list of statements and in the statements it holds, in source order (assignments
+    are statements: the expressions between them need no visit, which ``ast.walk`` would make)."""
+    for node in body:
+        yield node
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            inner = getattr(node, field, None)
+            if isinstance(inner, list):
+                yield from _statement_nodes(inner)
+
+
 def _statements(filename):
     """{line: _Statement} for every line of every assigning statement of the file (None if it does not parse)."""
     source = "".join(linecache.getlines(filename))
     try:
         tree = ast.parse(source)
+        nodes = list(_statement_nodes(tree.body))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return {}
     lines, table = source.splitlines(), {}
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Assign):
             statement = _Statement(node, node.targets, lines)
         elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None:
