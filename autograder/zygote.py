@@ -399,6 +399,13 @@ class Child:
                 self.returncode, self.lost = -signal.SIGKILL, True
         return self.returncode
 
+    def await_end(self, seconds):
+        """Return once the zygote has reported this child's end (or any other news of it), or ``seconds`` on."""
+        generation = self.generation
+        with generation.event:
+            if self.returncode is None and self.pid not in generation.exits and generation.alive:
+                generation.event.wait(seconds)
+
     def wait(self, timeout=None):
         import subprocess
         import time

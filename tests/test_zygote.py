@@ -475,3 +475,27 @@ def test_an_endless_loop_is_located_though_its_child_was_slow_to_start(tmp_path,
     [result] = grade.grade(sub, [spec.PARTS_BY_NUMBER["1.1"]], timeout=8.0)
     assert "did not finish within 8 s" in result.output, result.output
     assert f"It was running mytorch/nn/rnn_cell.py:{line} in forward" in result.output, result.output
+
+
+@pytest.mark.parametrize("reported", ["before the wait", "during it"])
+def test_the_grader_waiting_for_a_childs_end_wakes_when_its_zygote_reports_it(reported):
+    """A part's child closed its pipes: the grader waits for its end, which the zygote's listener records under
+    the generation's condition. The wait ends at that report (or at once if it came first), not at its limit."""
+    import threading
+    from types import SimpleNamespace
+    generation = SimpleNamespace(event=threading.Condition(), exits={}, alive=True)
+    child = zygote.Child(generation, 4242)
+
+    def report():
+        with generation.event:
+            generation.exits[4242] = 0
+            generation.event.notify_all()
+    start = time.monotonic()
+    if reported == "before the wait":
+        report()
+        child.await_end(30)
+    else:
+        with generation.event:               # the reporter gets the lock only once the wait has released it
+            threading.Thread(target=report).start()
+            child.await_end(30)
+    assert time.monotonic() - start < 15 and generation.exits == {4242: 0}
