@@ -413,7 +413,7 @@ class Child:
         while self.poll() is None:
             if deadline is not None and time.monotonic() > deadline:
                 raise subprocess.TimeoutExpired("a part's child", timeout)
-            self.generation.wait(0.05)
+            self.await_end(0.05)
         return self.returncode
 
 

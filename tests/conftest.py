@@ -30,6 +30,7 @@ def lazy_torch():
 
 
 def uses_torch(item):
+    """True for a test marked ``needs_torch``."""
     return any(mark.kwargs.get("reason") == NO_TORCH for mark in item.iter_markers("skipif"))
 
 

@@ -285,10 +285,9 @@ def run_mutants(items):
     from autograder import data, spec
     for name in ("diagnosis", "driver", "feedback", "sandbox", "tracing", "worker"):  # once, not in every child
         importlib.import_module(f"autograder.{name}")
-    # what a child would otherwise set up each time (about a third of its CPU): the modules NumPy imports when
-    # first used (numpy.random for a cell's rng; numpy.ma for the median of a diagnosis), tokenize's patterns
+    # what a child would otherwise set up each time: numpy.random (imported on first use, by a cell's rng) and
+    # tokenize's patterns
     importlib.import_module("numpy.random")
-    importlib.import_module("numpy.ma")
     list(tokenize.generate_tokens(io.StringIO("x = 1\n").readline))
 
     results, cache = [], {}
