@@ -94,14 +94,16 @@ def _statement_nodes(body):
                 yield from _statement_nodes(inner)
 
 
-def _statements(filename):
-    """{line: _Statement} for every line of every assigning statement of the file (None if it does not parse)."""
-    source = "".join(linecache.getlines(filename))
+def _statements(filename, source=None):
+    """{line: _Statement} for every line of every assigning statement of the file (or of ``source``, which
+    stands for it); None if it does not parse."""
+    if source is None:
+        source = "".join(linecache.getlines(filename))
     try:
         tree = ast.parse(source)
         nodes = list(_statement_nodes(tree.body))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return {}
+        return None
     lines, table = source.splitlines(), {}
     for node in nodes:
         if isinstance(node, ast.Assign):
@@ -115,6 +117,26 @@ def _statements(filename):
         for line in range(node.lineno, (node.end_lineno or node.lineno) + 1):
             table.setdefault(line, statement)
     return table
+
+
+def _function_statements(code):
+    """``_statements`` of the function (or class body) ``code`` alone, read from its first line (a decorator's)
+    to the last its instructions come from, with the file's line numbers (blank lines before it, under an
+    ``if 1:`` when it is indented); None if that source is not one definition that parses, and then the whole
+    file's table serves. A case enters a few of a file's functions: parsing whole files was 40% of a trace's
+    time, and a trace child of the catalogue's mistakes takes 92 ms against 102 ms with this."""
+    if not hasattr(code, "co_positions"):                 # Python before 3.11
+        return None
+    first = code.co_firstlineno
+    last = max((end for _, end, _, _ in code.co_positions() if end is not None), default=first)
+    lines = linecache.getlines(code.co_filename)[first - 1:last]
+    if not lines or not lines[0].lstrip().startswith(("def ", "async def ", "class ", "@")):
+        return None
+    indented = lines[0][:1].isspace()
+    if indented and first < 2:
+        return None
+    head = "if 1:\n" + "\n" * (first - 2) if indented else "\n" * (first - 1)
+    return _statements(code.co_filename, head + "".join(lines))
 
 
 def as_numbers(value):
@@ -248,9 +270,14 @@ class Trace:
             rel = self._relpath(code)
             if rel is None or code.co_name.startswith("<") or self.skip(rel, code.co_name):   # <genexpr> …
                 return None
-            if code.co_filename not in self._tables:
-                self._tables[code.co_filename] = _statements(code.co_filename)
-            table = self._tables[code.co_filename]
+            table = self._tables.get(code)
+            if table is None:
+                table = _function_statements(code)
+                if table is None:                       # the whole file's, read once
+                    if code.co_filename not in self._tables:
+                        self._tables[code.co_filename] = _statements(code.co_filename) or {}
+                    table = self._tables[code.co_filename]
+                self._tables[code] = table
             self._frames += 1
             caller = self._active.get(id(frame.f_back)) if frame.f_back is not None else None
             if caller is not None and caller["pending"] is not None and len(self._callers) < self.limits[0]:

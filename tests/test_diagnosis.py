@@ -1,5 +1,6 @@
 """The grader's diagnosis: the child-side trace (bounded, harmless when flooded or broken), the parent-side
 matching (first wrong quantity, nearest line, kind of difference), and generic mutants of every graded line."""
+import ast
 import json
 import os
 import subprocess
@@ -54,6 +55,77 @@ def test_the_trace_records_assignments_with_their_lines_reads_and_callers(tmp_pa
     assert [r.name for r in parsed.records] == [n for n, _ in names]
     assert parsed.callers[2][1:3] == ("mytorch/m.py", 8)              # helper was called from line 8
     assert sys.gettrace() is None
+
+
+def _code_objects(code):
+    yield code
+    for const in code.co_consts:
+        if isinstance(const, type(code)):
+            yield from _code_objects(const)
+
+
+ODD_SHAPES = (
+    "import functools\n"
+    "class Cell:\n"
+    "    @functools.lru_cache(None)\n"
+    "    @staticmethod\n"
+    "    def decorated(a,\n"
+    "                  b):\n"
+    "        c = (a +\n"
+    "             b)\n"
+    "        return c * 2\n"
+    "    def docstring_at_column_0(self, x):\n"
+    "        \"\"\"A docstring whose lines\n"
+    "at column 0 (no common indentation to remove).\"\"\"\n"
+    "        y = x; z = y\n"
+    "        def inner(w):\n"
+    "            v = w\n"
+    "            return v + 1\n"
+    "        return inner(z)\n"
+    "    def only_a_docstring(self):\n"
+    "        \"\"\"Nothing else.\"\"\"\n"
+    "    class Nested:\n"
+    "        k = 1\n"
+    "def one_line(x): y = x; return y\n")
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="code.co_positions (Python 3.11): before it, whole files")
+def test_a_functions_statements_are_those_the_whole_file_gives_on_its_lines(tmp_path):
+    """The tracer reads the statements of the function a frame runs from that function's lines alone; on every
+    line the function's own code runs, they are what reading the whole file gives. Every function of the
+    library, of the grader and of odd shapes (decorators, a docstring at column 0, nested and one-line
+    definitions, class bodies); one whose source is not a definition on its own falls back to the file's."""
+    odd = tmp_path / "odd.py"
+    odd.write_text(ODD_SHAPES)
+    files = [str(odd)] + [os.path.join(folder, name) for package in ("mytorch", "autograder")
+                          for folder, _, names in os.walk(os.path.join(REPO, package)) for name in names
+                          if name.endswith(".py")]
+
+    def same(statement):
+        return statement and (statement.line, statement.text, [ast.dump(t) for t in statement.targets],
+                              statement.is_return, sorted(statement.reads))
+
+    functions = fallbacks = 0
+    for path in files:
+        with open(path) as f:
+            whole = tracing._statements(path) or {}
+            top = compile(f.read(), path, "exec")
+        for code in _code_objects(top):
+            if code.co_name.startswith("<"):                             # the tracer skips these
+                continue
+            table = tracing._function_statements(code)
+            if table is None:
+                fallbacks += 1
+                continue
+            functions += 1
+            for line in {line for _, _, line in code.co_lines() if line is not None}:
+                assert same(table.get(line)) == same(whole.get(line)), (path, code.co_name, line)
+    assert functions > 300 and fallbacks <= 2                            # only_a_docstring (its def line alone)
+    with open(odd) as f:
+        codes = {c.co_name: c for c in _code_objects(compile(f.read(), str(odd), "exec"))}
+    assert tracing._function_statements(codes["only_a_docstring"]) is None
+    assert sorted(tracing._function_statements(codes["docstring_at_column_0"])) == [13, 15, 16, 17]
+    assert sorted(tracing._function_statements(codes["decorated"])) == [7, 8, 9]
 
 
 # what each field of a trace record may not be (it comes from the student's child: hostile input)
