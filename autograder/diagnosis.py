@@ -155,46 +155,78 @@ def stable(first, second):
 # ---- matching
 
 def _close_rows(matrix, target):
-    """Which rows of ``matrix`` (n, size) equal ``target`` (size,) within the tolerance (±inf and NaN alike)."""
-    with np.errstate(invalid="ignore", over="ignore"):
-        same = (matrix == target) | (np.abs(matrix - target) <= ATOL + RTOL * np.abs(target))
-        same |= np.isnan(matrix) & np.isnan(target)
-    return same.all(axis=1)
+    """Which rows of ``matrix`` (n, size) equal ``target`` (size,) within the tolerance (±inf and NaN alike).
+    Called under ``np.errstate(invalid="ignore", over="ignore")`` (by ``first_wrong``, once for all)."""
+    close = np.abs(matrix - target) <= ATOL + RTOL * np.abs(target)
+    if not np.isfinite(target).all():                 # (for a finite target, closeness says it all)
+        close |= matrix == target
+        close |= np.isnan(matrix) & np.isnan(target)
+    return close.all(axis=1)
 
 
-def _views(value):
-    """(how, array) for every form a student's value may hold a reference quantity in."""
-    views = [("", value)]
-    if value.ndim == 2:
-        views.append(("transposed", value.T))
-    if value.ndim >= 2 and value.shape[0] > 1:
-        views.append(("summed over the batch", value.sum(axis=0)))
-    for axis in {value.ndim - 1, 0} if value.ndim else ():
-        size = value.shape[axis]
+@functools.lru_cache(maxsize=None)
+def _forms(shape):
+    """(how, shape, take) for every form a student's value of ``shape`` may hold a reference quantity in, in
+    the order they are tried; ``take`` is None (itself), "T", "sum" or (axis, start, stop) (a block)."""
+    forms = [("", shape, None)]
+    if len(shape) == 2:
+        forms.append(("transposed", shape[::-1], "T"))
+    if len(shape) >= 2 and shape[0] > 1:
+        forms.append(("summed over the batch", shape[1:], "sum"))
+    for axis in {len(shape) - 1, 0} if shape else ():
+        size = shape[axis]
         for blocks in (2, 3, 4):
             if size % blocks == 0 and size >= 2 * blocks:
-                width, before = size // blocks, (slice(None),) * axis
-                for k in range(blocks):                # what np.split gives, without its overhead
-                    views.append((f"block {k + 1} of {blocks}", value[before + (slice(k * width, (k + 1) * width),)]))
-    return views
+                width = size // blocks
+                for k in range(blocks):
+                    forms.append((f"block {k + 1} of {blocks}", shape[:axis] + (width,) + shape[axis + 1:],
+                                  (axis, k * width, (k + 1) * width)))
+    return tuple(forms)
+
+
+def _take(value, take):
+    if take is None:
+        return value
+    if take == "T":
+        return value.T
+    if take == "sum":
+        return value.sum(axis=0)
+    axis, start, stop = take                          # what np.split gives, without its overhead
+    return value[(slice(None),) * axis + (slice(start, stop),)]
 
 
 class _Index:
-    """The student's values, and their views, grouped by shape for one vectorised comparison per quantity."""
+    """The student's values, and their forms (``_forms``), grouped by shape for one vectorised comparison per
+    quantity. A shape's group is made when a reference quantity of that shape is first looked for: most forms
+    have a shape no quantity has."""
 
     def __init__(self, records):
-        groups = {}
+        self.records, self.groups = records, {}
+        self.of_shape = {}                             # a record's shape -> its indices, in order
         for j, record in enumerate(records):
-            for how, view in _views(record.value):
-                groups.setdefault(view.shape, []).append((j, how, view.ravel()))
-        self.groups = {shape: ([j for j, _, _ in rows], [how for _, how, _ in rows],
-                               np.stack([v for _, _, v in rows]))
-                       for shape, rows in groups.items()}
+            self.of_shape.setdefault(record.value.shape, []).append(j)
+        self.forms = {}                                # a form's shape -> [(record shape, place in its forms)]
+        for shape in self.of_shape:
+            for place, (_, form_shape, _) in enumerate(_forms(shape)):
+                self.forms.setdefault(form_shape, []).append((shape, place))
+
+    def _group(self, shape):
+        """(student indices, hows, matrix of the raveled values) of every form of ``shape``, in the student's
+        order (and for one value, in the order of its forms)."""
+        rows = sorted((j, place, shape_from) for shape_from, place in self.forms.get(shape, ())
+                      for j in self.of_shape[shape_from])
+        if not rows:
+            return None
+        forms = [_forms(shape_from)[place] for _, place, shape_from in rows]
+        matrix = np.stack([_take(self.records[j].value, take).ravel() for (j, _, _), (_, _, take) in zip(rows, forms)])
+        return [j for j, _, _ in rows], [how for how, _, _ in forms], matrix
 
     def find(self, value, after=-1, only=None):
         """[(student index, how)] of the values equal to ``value`` among those assigned after the student's
         index ``after`` (``only``: among the views of that student index alone)."""
-        group = self.groups.get(value.shape)
+        if value.shape not in self.groups:
+            self.groups[value.shape] = self._group(value.shape)
+        group = self.groups[value.shape]
         if group is None:
             return []
         indices, hows, matrix = group                  # rows in the student's order: a slice is a range of it
@@ -227,22 +259,23 @@ def first_wrong(reference, student, reference_complete=True, student_complete=Tr
         names.setdefault(_base(s.name), []).append(j)
     found, at, bounds = {}, {}, {}
     latest, latest_in_frame = -1, {}                   # the student's index of the last quantity found (in q's call)
-    for i, q in enumerate(reference):
-        # only values assigned after the student's values of what q reads (not an earlier step's), and of what
-        # its own call computed before it (a call's statements run in order); a first value of a call: after
-        # what was computed just before it
-        before = latest_in_frame.get(q.frame)
-        after = max([at[p] for p in q.reads if p in at] + ([before] if before is not None else []), default=None)
-        if after is None:
-            after = latest
-        # … and for a name the student uses too, only its next assignment (d_prev must not stand in for d_state,
-        # nor next step's value for this one)
-        named = names.get(_base(q.name), [])
-        k = bisect.bisect_right(named, after)
-        found[i] = index.find(q.value, only=named[k]) if k < len(named) else index.find(q.value, after)
-        if found[i]:
-            at[i] = latest = latest_in_frame[q.frame] = min(j for j, _ in found[i])
-        bounds[i] = after
+    with np.errstate(invalid="ignore", over="ignore"):   # (for _close_rows: once, not per comparison)
+        for i, q in enumerate(reference):
+            # only values assigned after the student's values of what q reads (not an earlier step's), and of what
+            # its own call computed before it (a call's statements run in order); a first value of a call: after
+            # what was computed just before it
+            before = latest_in_frame.get(q.frame)
+            after = max([at[p] for p in q.reads if p in at] + ([before] if before is not None else []), default=None)
+            if after is None:
+                after = latest
+            # … and for a name the student uses too, only its next assignment (d_prev must not stand in for d_state,
+            # nor next step's value for this one)
+            named = names.get(_base(q.name), [])
+            k = bisect.bisect_right(named, after)
+            found[i] = index.find(q.value, only=named[k]) if k < len(named) else index.find(q.value, after)
+            if found[i]:
+                at[i] = latest = latest_in_frame[q.frame] = min(j for j, _ in found[i])
+            bounds[i] = after
     children = [[] for _ in reference]
     for i, q in enumerate(reference):
         for p in q.reads:

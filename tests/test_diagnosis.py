@@ -245,6 +245,44 @@ def test_the_first_wrong_quantity_is_the_first_whose_inputs_are_right():
     assert diagnosis.first_wrong(reference.records, inline.records) is None   # b inline: right through c
 
 
+def _forms_of(value):
+    """Every form of a student's value that the matching tries, written out plainly: itself, transposed (2-D),
+    summed over the batch, and each equal block along the first or last axis (2, 3 or 4 blocks, each >= 2)."""
+    forms = [("", value)]
+    if value.ndim == 2:
+        forms.append(("transposed", value.T))
+    if value.ndim >= 2 and value.shape[0] > 1:
+        forms.append(("summed over the batch", value.sum(axis=0)))
+    for axis in sorted({value.ndim - 1, 0}) if value.ndim else ():
+        for blocks in (2, 3, 4):
+            if value.shape[axis] % blocks == 0 and value.shape[axis] >= 2 * blocks:
+                for k, block in enumerate(np.split(value, blocks, axis=axis)):
+                    forms.append((f"block {k + 1} of {blocks}", block))
+    return forms
+
+
+def test_a_quantity_is_found_in_every_form_a_student_may_hold_it_in():
+    """What ``first_wrong`` finds for each reference quantity is every (student index, form) equal to it (within
+    the tolerance, infinities and NaN included) among those it may look at: checked against the forms written
+    out plainly, for values of many shapes, some of them the same numbers, transposed, stacked or summed."""
+    rng = np.random.default_rng(5)
+    r, z, n = (rng.standard_normal((2, 3)) for _ in range(3))
+    special = np.array([[np.inf, -np.inf, np.nan], [1.0, 0.0, -2.0]])
+    student = [r.T.copy(), np.hstack([r, z, n]), np.vstack([z, n]), np.stack([r, r]), 7.5, special + 1e-12,
+               np.concatenate([r, z], axis=1), rng.standard_normal(6), r.sum(axis=0), n[:, :2] + 1e-3]
+    reference = [r, z, n, 2 * r, r.sum(axis=0), np.float64(7.5), special, n[:, :2], r.T, np.zeros((5, 5))]
+    student = [_record(f"s{j}", v, line=10 + j) for j, v in enumerate(student)]
+    reference = [_record(f"q{i}", v, line=i + 1) for i, v in enumerate(reference)]
+    index = diagnosis._Index(student)
+    for i, q in enumerate(reference):
+        expected = [(j, how) for j, s in enumerate(student) for how, form in _forms_of(s.value)
+                    if form.shape == q.value.shape and np.allclose(form, q.value, rtol=diagnosis.RTOL,
+                                                                   atol=diagnosis.ATOL, equal_nan=True)]
+        with np.errstate(invalid="ignore", over="ignore"):
+            assert index.find(q.value) == expected, (i, index.find(q.value), expected)
+    assert [how for _, how in index.find(r)] == ["transposed", "block 1 of 3", "block 1 of 2"]
+
+
 def test_a_trace_cut_short_names_only_what_it_shows():
     """A cut reference: a quantity nothing in it reads may be read (and vouched for) past the cut, so it is not
     named; a cut student trace: a quantity it does not hold may come past the cut, unless the student's trace
