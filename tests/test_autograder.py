@@ -156,6 +156,15 @@ class Other:
             pass
 
 
+def direction(self, dY, state):
+    for t in range(4):
+        state = dY[t]
+
+
+class Forwards:
+    _backward_direction = direction
+
+
 class Layer:
     @logged
     def backward(self, dY):
@@ -164,13 +173,15 @@ class Layer:
             total += layer
 
     def _backward_direction(self, dY, state):
+        '''A docstring whose second line
+is at column 0.'''
         for t in reversed(range(4)):
             state = state + dY[t]
             self.cell.backward(state)
 """
 
 
-def test_places_names_the_line_of_the_students_own_method(tmp_path):
+def test_places_names_the_line_of_the_students_own_method(tmp_path, monkeypatch):
     """``places.find`` reads the method that runs, by its file and first line: not another class's method of
     the same name in that file, and a decorated one counted from its decorator (as Python counts it)."""
     import importlib.util
@@ -182,13 +193,22 @@ def test_places_names_the_line_of_the_students_own_method(tmp_path):
     spec_.loader.exec_module(layers)
     lines = LAYERS_SOURCE.splitlines()
     at = {text: f"mytorch/layers.py:{lines.index(text) + 1}: {text.strip()}"
-          for text in lines if text.strip().startswith(("for", "self.cell", "state ="))}
+          for text in lines if text.strip().startswith(("for", "self.cell", "state"))}
     assert places.find(layers.Layer(), str(tmp_path)) == {
         "layer loop": at["        for layer in range(2):"], "time loop": at["        for t in reversed(range(4)):"],
         "step gradient": at["            state = state + dY[t]"],
         "masked gradient": at["            self.cell.backward(state)"]}
     assert places.find(layers.Other(), str(tmp_path)) == {"layer loop": at["        for k in range(3):"]}
     assert places.find(object(), str(tmp_path)) == {}
+    # each method is read from its own lines; the whole file, where they are not one definition, says the same
+    assert places.find(layers.Forwards(), str(tmp_path)) == {"time loop": at["    for t in range(4):"],
+                                                              "step gradient": at["        state = dY[t]"]}
+    # each method is read from its own lines; the whole file, where they are not one definition, says the same
+    method = layers.Layer._backward_direction.__code__
+    assert places._own_definition(method).lineno == method.co_firstlineno
+    own = [places._places(layer, str(tmp_path)) for layer in (layers.Layer(), layers.Forwards())]
+    monkeypatch.setattr(places, "_own_definition", lambda code: None)
+    assert [places._places(layer, str(tmp_path)) for layer in (layers.Layer(), layers.Forwards())] == own
 
 
 def test_a_naive_sigmoid_costs_its_points_even_with_numpys_warnings_silenced_at_import(tmp_path, kept_zygote):
