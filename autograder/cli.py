@@ -16,6 +16,7 @@ import sys
 import tempfile
 import time
 
+import autograder
 from autograder import course, grade, interpreter, ipc, isolation, reaper, report, sandbox, tree, untrusted
 
 GRADESCOPE_RESULTS = "/autograder/results/results.json"
@@ -230,6 +231,12 @@ def instructor_places(solution, graded, python):
                 place = os.path.realpath(entry.path)      # a link to a folder: the folder (hidden by both names)
                 if entry.is_dir() and not any(interpreter.within(n, place) for n in needed):
                     places.append((place, f"a folder of the instructor's checkout {top}"))
+    # of the grader's own package: its instructor-only modules, and the bytecode of every module (theirs
+    # included, whenever it is written: a child loads the grader's modules from their sources then)
+    for name in (*autograder.INSTRUCTOR_ONLY, "__pycache__"):
+        place = os.path.realpath(os.path.join(HERE, name))
+        if os.path.exists(place):
+            places.append((place, "the grader's instructor-only modules and bytecode"))
     return places
 
 

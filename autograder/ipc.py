@@ -25,7 +25,7 @@ import os
 
 CLONE_NEWIPC = 0x08000000
 CLONE_NEWNS = 0x00020000
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 0x1, 0x2, 0x4, 0x8, 0x4000, 0x40000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 0x1, 0x2, 0x4, 0x8, 0x1000, 0x4000, 0x40000
 SHM = b"/dev/shm"
 SHM_FILES = 4096                # files a child may make in its own /dev/shm
 IPC_RMID = 0
@@ -104,14 +104,15 @@ def own_session_keyring(keyctl):
 def hide(paths):
     """Give the calling process (single-threaded, still root) a mount namespace of its own where no mount
     propagates to the machine's, and there an empty read-only tmpfs, root's alone, over each of ``paths``
-    (folders): nothing in them can be reached by path. Only system calls. True if every one is hidden; else
-    the caller must not run student code."""
+    that is a folder, and /dev/null over each file: nothing in them can be reached by path. Only system
+    calls. True if every one is hidden; else the caller must not run student code."""
     if _libc is None or _libc.unshare(CLONE_NEWNS) != 0:
         return False
     if _libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None) != 0:
         return False                                   # a mount here could reach the machine's: none is made
     flags = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC
     return all(_libc.mount(b"tmpfs", os.fsencode(path), b"tmpfs", flags, b"size=4k,mode=0700") == 0
+               if os.path.isdir(path) else _libc.mount(b"/dev/null", os.fsencode(path), None, MS_BIND, None) == 0
                for path in paths)
 
 

@@ -36,6 +36,7 @@ import os
 import shutil
 import sys
 
+import autograder
 from autograder import course as courses
 from autograder import data, spec
 from handout import sections
@@ -45,7 +46,7 @@ from handout.markers import MarkerError, strip_source
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HERE = os.path.join(REPO, "handout")
-INSTRUCTOR_ONLY = {"generate.py", "mistakes.py"}
+INSTRUCTOR_ONLY = set(autograder.INSTRUCTOR_ONLY)
 STAMP = ".mytorch-build"
 
 

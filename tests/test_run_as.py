@@ -1,10 +1,11 @@
 """``--run-as`` and ``batch --run-as`` for real (as root): a user made for this run, a Python it can execute, and
 the attacks of tests/securitykit.py plus a batch whose one submission attacks the others and the grader.
 Skipped, with the reason, when not root or when the Python cannot be built."""
-import json
+import compileall
 import contextlib
-import ctypes
 import csv
+import ctypes
+import json
 import os
 import pwd
 import re
@@ -17,6 +18,7 @@ import tempfile
 
 import pytest
 
+import autograder
 from autograder import ipc, mistakes, reaper, spec
 from tests import securitykit as kit
 from tests.graderkit import REPO, at_top_of_forward, check_gradescope, make_grader_copy, make_submission
@@ -777,6 +779,12 @@ for place in {places!r}:
                 reached.append(os.path.join(place, name))
     except OSError:
         pass
+for name in {files!r}:
+    try:
+        if open(name, "rb").read(64):
+            reached.append(name)
+    except OSError:
+        pass
 solution = {solution!r}
 if os.path.isfile(os.path.join(solution, "__init__.py")):
     __path__ = [solution]
@@ -803,25 +811,38 @@ def _instructor_checkout(root):
     return course
 
 
-def _snoop(folder, places, solution):
+def _snoop(folder, places, solution, files=()):
+    """A submission that lists every folder of ``places`` and reads their files and ``files``, then imports
+    ``solution`` if it can, else raises an ImportError naming what it reached."""
     os.makedirs(os.path.join(folder, "mytorch"))
     with open(os.path.join(folder, "mytorch", "__init__.py"), "w") as f:
-        f.write(SNOOP.format(places=places, solution=solution))
+        f.write(SNOOP.format(places=places, solution=solution, files=list(files)))
     return folder
 
 
 def test_a_submission_cannot_read_the_instructors_checkout(sandbox_user):
-    """Every folder of the instructor's checkout but the grader's package (the solution, its git history) is out
-    of the sandbox user's reach in every child, though the files are world-readable: an empty folder is mounted
-    over each in the child's own mount namespace. The same submission run without --run-as reads them all and
-    scores full marks with the solution's code (the attack works); where no mount namespace can be had, the
-    grader refuses to start until they are made root's alone."""
+    """Every folder of the instructor's checkout but the grader's package (the solution, its git history), and
+    of that package its instructor-only modules (the catalogue of mistakes holds the solution's lines) and its
+    bytecode, are out of the sandbox user's reach in every child, though the files are world-readable: an empty
+    folder (or /dev/null) is mounted over each in the child's own mount namespace. The same submission run
+    without --run-as reads them all and scores full marks with the solution's code (the attack works); where no
+    mount namespace can be had, the grader refuses to start until they are made root's alone."""
     make_user, python, home = sandbox_user
     user = make_user()
     root = _world_readable_dir(os.path.join(home, "checkout-"))
     course = _instructor_checkout(root)
+    grader = os.path.join(course, "autograder")
+    compileall.compile_dir(grader, quiet=1)
+    bytecode = os.path.join(grader, "__pycache__")
+    instructor_only = [os.path.join(grader, name) for name in autograder.INSTRUCTOR_ONLY]
+    instructor_only += [os.path.join(bytecode, name) for name in sorted(os.listdir(bytecode))
+                        if name.startswith(tuple(n[:-3] + "." for n in autograder.INSTRUCTOR_ONLY))]
+    assert len(instructor_only) == 2 * len(autograder.INSTRUCTOR_ONLY)
+    for folder, dirs, files in os.walk(grader):
+        for name in dirs + files:
+            os.chmod(os.path.join(folder, name), 0o755 if name in dirs else 0o644)
     places = [os.path.join(course, name) for name in (".git", ".git/objects", "mytorch", "mytorch/nn", "published")]
-    sub = _snoop(os.path.join(root, "sub"), places, os.path.join(course, "published", "mytorch"))
+    sub = _snoop(os.path.join(root, "sub"), places, os.path.join(course, "published", "mytorch"), instructor_only)
     os.chmod(os.path.join(root, "sub"), 0o755)
     results = os.path.join(root, "results.json")
     env = dict(os.environ, PYTHONPATH="")
@@ -835,7 +856,9 @@ def test_a_submission_cannot_read_the_instructors_checkout(sandbox_user):
         with open(results) as f:
             return json.load(f)["score"]
 
-    assert grade().returncode == 0 and score() == 9                       # run as root, it takes the solution
+    with open(os.path.join(sub, "mytorch", "__init__.py"), "a") as f:    # run as root, it reads them all
+        f.write("\nif len(reached) < 10 + len(%r):\n    raise ImportError(reached)\n" % instructor_only)
+    assert grade().returncode == 0 and score() == 9                       # … and takes the solution
     for extra in ([], ["--fresh-seed", "7"]):
         for zygote in ("1", "0"):
             proc = grade("--run-as", user.pw_name, "--python", python, *extra, MYTORCH_GRADER_ZYGOTE=zygote)
@@ -847,6 +870,10 @@ def test_a_submission_cannot_read_the_instructors_checkout(sandbox_user):
     assert "make it readable by root alone first (chmod -R go-rwx" in refused.stderr
     for name in (".git", "mytorch", "published"):
         os.chmod(os.path.join(course, name), 0o700)
+    refused = grade("--run-as", user.pw_name, "--python", python, MYTORCH_GRADER_MOUNT_NAMESPACE="0")
+    assert refused.returncode == 2 and f"can read {os.path.realpath(grader)}/" in refused.stderr, refused.stderr
+    for path in [bytecode] + instructor_only[:len(autograder.INSTRUCTOR_ONLY)]:
+        os.chmod(path, 0o700 if path == bytecode else 0o600)
     proc = grade("--run-as", user.pw_name, "--python", python, MYTORCH_GRADER_MOUNT_NAMESPACE="0")
     assert proc.returncode == 0 and "reached: []" in proc.stdout, proc.stdout + proc.stderr
 
