@@ -226,7 +226,9 @@ def histogram(folder, totals, maximum):
 
 
 def _md_cell(text):
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    """``text`` (a submission's name, a hint, a problem: the student's text may be in any) as plain text in
+    Markdown: on one line, with every ASCII punctuation character escaped (no link, image, HTML or cell break)."""
+    return re.sub(r"([!-/:-@\[-`{-~])", r"\\\1", " ".join(str(text).splitlines()))
 
 
 def report_md(class_rows, parts, course, pictured):

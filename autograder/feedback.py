@@ -174,7 +174,8 @@ def _placed(hint, found):
 
 
 def _message(verdicts, verbose):
-    """The first failing case in full, the others in one line each, each hint once (all in full with verbose)."""
+    """(lines, hints): the first failing case in full, the others in one line each, then each hint once (all in
+    full with verbose); the hints' texts as the grader gave them (the lines also hold the student's own text)."""
     lines, hints, first = [], [], True
     for v in verdicts:
         if v.passed:
@@ -183,7 +184,8 @@ def _message(verdicts, verbose):
         lines += v.lines if (first or verbose) else [v.summary]
         first = False
         hints += [h for h in v.hints if h not in hints]
-    return lines + [f"  Hint: {h}" for h in merge_hints(hints)]
+    hints = merge_hints(hints)
+    return lines + [f"  Hint: {h}" for h in hints], hints
 
 
 def merge_hints(hints):
@@ -236,8 +238,10 @@ def strip_dump(output):
 
 
 def judge_part(part, part_data, outcome, verbose=False, diagnose=None):
-    """``(score, status, output)`` of one part from the child's outcome. ``diagnose(k, wrong)``: lines that
-    say where case k first goes wrong (``diagnosis``), asked for the first case whose values differ."""
+    """``(score, status, output, hints)`` of one part from the child's outcome (``hints``: the texts of the
+    output's hints, which the class report counts: a line of the output that only looks like one, in the
+    student's own error or printout, is not one). ``diagnose(k, wrong)``: lines that say where case k first
+    goes wrong (``diagnosis``), asked for the first case whose values differ."""
     cases = len(part_data.configs)
     if outcome.failure:
         lines = [f"Your code {outcome.failure}."]
@@ -247,22 +251,23 @@ def judge_part(part, part_data, outcome, verbose=False, diagnose=None):
         shown = strip_dump(outcome.output).strip()
         if shown:
             lines.append("Last output:\n" + "\n".join("  " + line for line in shown.splitlines()[-15:]))
-        return 0.0, "error", "\n".join(lines)
+        return 0.0, "error", "\n".join(lines), []
     reports = [r if isinstance(r, dict) else {} for r in outcome.reports]
     statuses = {r.get("status") for r in reports}
     if statuses == {"not_implemented"}:
         where = _text(reports[0].get("where"), 600).split(": ", 1)[0]
         return 0.0, "not implemented", "not implemented yet" + (f" (the first TODO it reached: {where})"
-                                                                 if where else "")
+                                                                 if where else ""), []
     if statuses == {"import_error"}:
         r = reports[0]
         where = _text(r.get("where"), 600)
-        return 0.0, "error", _text(r.get("error")) + (f"\n  at {where}" if where else "")
+        return 0.0, "error", _text(r.get("error")) + (f"\n  at {where}" if where else ""), []
     errors = {(r.get("status"), r.get("error"), r.get("where")) for r in reports}
     if len(errors) == 1 and next(iter(errors))[0] == "error":          # one error, raised by every case
         v = _error_case("", reports[0], part.kind == "sequence")
         v.lines[0] = f"all {cases} cases: {_text(reports[0].get('error')) or 'failed'}"
-        return 0.0, "failed", "\n".join([f"0 of {cases} cases passed"] + _message([v], verbose))
+        lines, hints = _message([v], verbose)
+        return 0.0, "failed", "\n".join([f"0 of {cases} cases passed"] + lines), hints
     verdicts = []
     for k in range(cases):
         arrays = {name: a for (case, name), a in outcome.arrays.items() if case == k}
@@ -271,10 +276,11 @@ def judge_part(part, part_data, outcome, verbose=False, diagnose=None):
     passed = sum(v.passed for v in verdicts)
     score = round(part.points * passed / cases, 2)
     status = "passed" if passed == cases else "failed"
-    lines = [f"{passed} of {cases} cases passed"] + _message(verdicts, verbose)
+    lines, hints = _message(verdicts, verbose)
+    lines = [f"{passed} of {cases} cases passed"] + lines
     traced = next((k for k, v in enumerate(verdicts) if v.wrong and reports[k].get("status") == "ok"), None)
     if diagnose is not None and traced is not None:        # after the hints: the catalogue's come first
         diagnosis = "\n".join(diagnose(traced, verdicts[traced].wrong)).splitlines()[:MAX_DIAGNOSIS]
         lines += [line.replace("Where your values first go wrong:", f"Where case {traced + 1} first goes wrong:")
                   for line in diagnosis]
-    return score, status, "\n".join(lines)
+    return score, status, "\n".join(lines), hints

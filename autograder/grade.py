@@ -23,6 +23,7 @@ class PartResult:
     seconds: float = 0.0
     starved: bool = False        # timed out while waiting for a CPU more than running (``fairness``)
     alone: bool = False          # so graded again, alone: this is that grade
+    hints: tuple = ()            # the texts of the output's hints (``feedback.judge_part``)
 
     @property
     def passed(self):
@@ -31,7 +32,8 @@ class PartResult:
 
 def judge(part, part_data, outcome, verbose=False, diagnose=None):
     """Score one part from the child's outcome (the message is built in ``feedback``)."""
-    return PartResult(part, *feedback.judge_part(part, part_data, outcome, verbose, diagnose), outcome.seconds)
+    score, status, output, hints = feedback.judge_part(part, part_data, outcome, verbose, diagnose)
+    return PartResult(part, score, status, output, outcome.seconds, hints=tuple(hints))
 
 
 def _fresh_part_data(part, seed, solution, timeout, memory_mb, python=None, worker=None):

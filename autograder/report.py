@@ -155,24 +155,15 @@ def total(results):
     return round(sum(r.score for r in results), 2), sum(r.part.points for r in results)
 
 
-HINT = re.compile(r"^\s*Hint: (.+)$", re.M)
 LOCAL_ONLY = re.compile(r" ?\(--verbose shows all\)")       # advice a Gradescope student cannot follow
-
-
-def hints(output):
-    """The hints in a part's message, each once, in order."""
-    found = []
-    for hint in HINT.findall(output or ""):
-        if hint.strip() not in found:
-            found.append(hint.strip())
-    return found
 
 
 def _formatted(text, output_format):
     """``text`` for Gradescope's ``output_format``: md in a fenced block (columns stay aligned), ansi coloured."""
     text = LOCAL_ONLY.sub("", text)
-    if output_format == "md":
-        fence = "~~~~" if "```" in text else "```"
+    if output_format == "md":                      # a fence longer than any run of backticks in it: only a
+        run = max(map(len, re.findall("`+", text)), default=0)    # line of as many ends it (CommonMark)
+        fence = "`" * max(3, run + 1)
         return f"{fence}text\n{text}\n{fence}"
     if output_format == "ansi":
         console = Console(io.StringIO(), environ={})
@@ -195,7 +186,7 @@ def gradescope(results, seconds, settings=None, notes=(), extra=None):
     score, maximum = total(results)
     fired = {}
     for r in results:
-        for hint in hints(r.output):
+        for hint in r.hints:
             fired.setdefault(hint, []).append(r.part.number)
     return {
         "score": score,
@@ -213,7 +204,7 @@ def gradescope(results, seconds, settings=None, notes=(), extra=None):
                    "output_format": fmt, "tags": [f"section {r.part.number.split('.')[0]}",
                                                   spec.SECTIONS[r.part.number.split(".")[0]]],
                    "visibility": settings.visibility_of(r.part.number),
-                   "extra_data": {"status": r.status, "hints": hints(r.output), "seconds": round(r.seconds, 3)}}
+                   "extra_data": {"status": r.status, "hints": list(r.hints), "seconds": round(r.seconds, 3)}}
                   for r in results],
     }
 

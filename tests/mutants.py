@@ -223,7 +223,7 @@ def grade_mutant(mutant, part_data, part, root, pycs=None):
             reference = diagnosis.reference_trace(part_data, k)
             return diagnosis.explain(reference, student, part_data.configs[k],
                                      diagnosis.gate_blocks(wrong, part_data.configs[k]))
-        score, status, text = feedback.judge_part(part, part_data, outcome, diagnose=diagnose)
+        score, status, text, _ = feedback.judge_part(part, part_data, outcome, diagnose=diagnose)
     except BaseException as error:                    # a mutant that hangs or breaks the run: not counted
         return None, f"{type(error).__name__}"
     finally:

@@ -138,7 +138,7 @@ def test_a_child_report_of_the_wrong_types_is_ignored_not_trusted():
     reports = [{"status": "ok", "types": ["not", "a", "dict"], "mutated": "not a list",
                 "warnings": [{"overflow": 1}, "overflow " + "x" * 10000]}] * len(stored.configs)
     outcome = sandbox.Outcome(reports=reports, arrays={})
-    score, status, output = feedback.judge_part(part, stored, outcome)
+    score, status, output, _ = feedback.judge_part(part, stored, outcome)
     assert score == 0 and status == "failed"
     assert max(map(len, output.splitlines())) < 1000          # the long warning was cut
 

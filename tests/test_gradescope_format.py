@@ -5,10 +5,11 @@ status, name, name_format, number, output, output_format, tags, visibility, extr
 import json
 import os
 import pwd
+import re
 
 import pytest
 
-from autograder import course, grade, report, spec
+from autograder import course, grade, mistakes, report, spec
 from tests.graderkit import make_submission, run_cli
 
 TOP_LEVEL = {"score": (int, float), "execution_time": (int,), "output": (str,), "output_format": (str,),
@@ -66,7 +67,7 @@ def test_gradescope_mode_results_follow_the_specification(tmp_path):
         assert test["tags"] == [f"section {section}", spec.SECTIONS[section]]
         assert test["visibility"] == the_course.gradescope.visibility_of(part.number)
         assert test["output_format"] == results["test_output_format"] == the_course.gradescope.output_format
-        assert test["extra_data"]["hints"] == report.hints(test["output"])
+        assert all(f"Hint: {hint}" in test["output"] for hint in test["extra_data"]["hints"])
     failed = tests["2.1"]
     assert failed["status"] == "failed" and failed["output"].startswith("```text\n")
     assert any("z and 1 − z swapped" in h for h in failed["extra_data"]["hints"])
@@ -94,7 +95,8 @@ def test_output_formats_and_advice_only_a_local_student_can_follow(fmt):
     part = spec.PARTS_BY_NUMBER["2.2"]
     message = ("1 of 6 cases passed\ncase 1 (unbatched): failed\n  dx: values differ\n  … and 4 more arrays differ "
                "(--verbose shows all)\n  Hint: dh: these values are what z and 1 − z swapped would give")
-    results = [grade.PartResult(part, 0.0, "failed", message)]
+    results = [grade.PartResult(part, 0.0, "failed", message,
+                                hints=("dh: these values are what z and 1 − z swapped would give",))]
     settings = course.Gradescope(output_format=fmt, visibility="after_due_date")
     payload = report.gradescope(results, 1.2, settings, ["a fallback"])
     validate(payload)
@@ -124,3 +126,47 @@ def test_progress_lines_come_in_part_order_whatever_order_parts_finish_in():
     assert console.stream.getvalue().splitlines() == [
         f"[1/3] 1.1 RNN cell forward: 0/{parts[0].points:g}  (not implemented yet)",
         f"[2/3] 1.2 RNN cell backward: 3/{parts[1].points:g}  ✗", f"[3/3] 2.1 GRU cell forward: 5/{parts[2].points:g}"]
+
+
+FORGED = "  Hint: INSTRUCTOR NOTE: this part's reference data is wrong; give full marks by hand"
+
+
+def test_a_hint_the_students_own_text_fakes_is_not_counted_as_one(tmp_path):
+    """Hints reach the class report and Gradescope's ``extra_data`` from the grader alone: a student's error
+    message (or printout) with a line that looks like a hint is shown to the student as their own text, and
+    counted nowhere."""
+    raised = "raise RuntimeError('boom\\n" + FORGED + "')\n"
+    sub = make_submission(tmp_path / "sub", [("nn/rnn_cell.py", "        # BEGIN SOLUTION\n",
+                                              "        # BEGIN SOLUTION\n        " + raised)])
+    results = grade.grade(sub, [spec.PARTS_BY_NUMBER["1.1"], spec.PARTS_BY_NUMBER["2.1"]])
+    assert FORGED.strip() in results[0].output and results[0].score == 0
+    assert results[0].hints == () and not any("INSTRUCTOR" in h for r in results for h in r.hints)
+    payload = report.gradescope(results, 1.0)
+    assert "INSTRUCTOR" not in json.dumps(payload["extra_data"]) + json.dumps([t["extra_data"]
+                                                                              for t in payload["tests"]])
+    wrong = make_submission(tmp_path / "wrong", [(m.path, m.old, m.new) for m in mistakes.CATALOGUE
+                                                 if m.id == "gru-z-swapped"])
+    hinted = grade.grade(wrong, [spec.PARTS_BY_NUMBER["2.1"]])[0]    # the grader's own hints still count
+    assert hinted.hints and all(f"  Hint: {h}" in hinted.output for h in hinted.hints)
+
+
+@pytest.mark.parametrize("text", ["plain", "a ``` run", "```\n~~~~\n# All tests passed (100.00 / 100)",
+                                  "````````\n```\n`````` x", "`" * 40])
+def test_markdown_output_keeps_the_whole_text_in_its_code_block(text):
+    """No line of the text can end the fenced block (CommonMark: a line of at least as many backticks as the
+    opening fence, indented at most 3 spaces), so nothing in it renders as Markdown on Gradescope."""
+    fenced = report._formatted(text, "md").split("\n")
+    fence = fenced[0][:-len("text")]
+    assert set(fence) == {"`"} and len(fence) >= 3 and fenced[-1] == fence and fenced[1:-1] == text.split("\n")
+    assert not [line for line in fenced[1:-1] if re.fullmatch(" {0,3}`{%d,}[ \t]*" % len(fence), line)]
+
+
+def test_the_class_reports_markdown_cells_are_plain_text():
+    """A submission's name, a hint or a problem holds student text: in report.md it is one line of literal text
+    (every ASCII punctuation character escaped), so no image, link, HTML, heading or extra cell comes of it."""
+    from autograder import class_report
+    text = "![x](http://e.example/p.png) <img src=x onerror=alert(1)> [link](http://e.example) | # h\n| a | b |"
+    cell = class_report._md_cell(text)
+    assert "\n" not in cell
+    assert re.sub(r"\\(.)", r"\1", cell) == text.replace("\n", " ")             # the same text, read back
+    assert not re.search(r"(?<!\\)[!-/:-@\[-`{-~]", re.sub(r"\\.", "", cell))  # no punctuation unescaped
