@@ -18,7 +18,8 @@ code runs on that copy; submissions graded at the same time run as different use
 IPC objects and temporary files are gone before it grades the next one. No sandbox user can write the
 copies, the grader's code and reference data, the solution or the Python that runs student code (checked
 before starting), nor the report, which the grader writes. A part that ran out of time starved of CPU (by
-another submission's busy processes, say) is graded again while no other submission runs (``fairness``).
+another submission's busy processes, say), or that the grader failed on (its disk filled by another, say), is
+graded again while no other submission runs (``fairness``).
 One submission that breaks anything (a copy refused, a tree too deep, a fault of the grader) scores 0 with
 the reason; the others are graded. Without ``--run-as`` it says plainly that there is no isolation.
 """
@@ -251,7 +252,7 @@ def main(argv):
             results, reason = grade_one(located, copy, parts, users, **options)
             for result in results:
                 if result.alone:
-                    print(f"note: {untrusted.text(name, 30)}: part {result.part.number} timed out starved of CPU; "
+                    print(f"note: {untrusted.text(name, 30)}: part {result.part.number} {result.why_alone}; "
                           "graded again alone", file=sys.stderr, flush=True)
             with lock:
                 payloads[name] = record(feedback, the_course, located, results, reason, time.monotonic() - start,

@@ -22,7 +22,9 @@ class PartResult:
     output: str
     seconds: float = 0.0
     starved: bool = False        # timed out while waiting for a CPU more than running (``fairness``)
-    alone: bool = False          # so graded again, alone: this is that grade
+    alone: bool = False          # so graded again, alone: this is that grade (``why_alone`` says why)
+    fault: bool = False          # the grader itself failed on it (a full disk, say): graded again alone, too
+    why_alone: str = ""
     hints: tuple = ()            # the texts of the output's hints (``feedback.judge_part``)
 
     @property
@@ -78,7 +80,7 @@ def grade_part(part, part_data, root, timeout, memory_mb, verbose, user, python=
         result.starved = outcome.starved
     except Exception as error:          # a fault of the grader itself: this part scores 0, the others go on
         result = PartResult(part, 0.0, "error", f"The grader failed on this part ({type(error).__name__}: {error}); "
-                                                "please report it to the course staff.")
+                                                "please report it to the course staff.", fault=True)
     result.output = untrusted.text(result.output, PART_OUTPUT_LIMIT)
     return result
 
@@ -128,9 +130,9 @@ def grade(root, parts=None, timeout=20.0, memory_mb=1024, verbose=False, fresh_s
     forked from one zygote of this submission's own (``zygote``), never shared with another submission:
     ``worker``, one started earlier for this grade (of ``python``), which this call then ends; else a new one,
     forked from ``template`` (a ``zygote.Template`` of ``python``: batch keeps one for all its submissions) if
-    one is given. A part that ran out of time starved of CPU is graded again once the others are done, one
-    at a time, alone through ``gate`` (a ``fairness.Gate``: batch shares one between its submissions), for
-    at most ``fairness.ALONE_LIMITS`` part limits in all. ``ready``: called (in another thread, while the
+    one is given. A part that ran out of time starved of CPU, or that the grader failed on, is graded again
+    once the others are done, one at a time, alone through ``gate`` (a ``fairness.Gate``: batch shares one
+    between its submissions), for at most ``fairness.ALONE_LIMITS`` part limits in all. ``ready``: called (in another thread, while the
     references load) before anything runs as ``user``; what it raises ends the grade (``cli``'s checks of the
     Pythons, still under way when the grade starts).
     """
@@ -156,21 +158,23 @@ def grade(root, parts=None, timeout=20.0, memory_mb=1024, verbose=False, fresh_s
             def graded(part, part_data):
                 result = grade_part(part, part_data, root, timeout, memory_mb, verbose, user, python, worker,
                                     bytecode)
-                if progress is not None and not result.starved:
+                if progress is not None and not (result.starved or result.fault):
                     progress(result)
                 return result
             with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
                 results = list(pool.map(lambda pr: graded(*pr), zip(parts, loaded)))
         alone = 0.0                                    # seconds this submission has held the others back
         for k, (result, part_data) in enumerate(zip(results, loaded)):
-            if result.starved and alone < timeout * fairness.ALONE_LIMITS:
+            # starved of CPU, or failed by the grader (another submission may have filled its disk): again, alone
+            if (result.starved or result.fault) and alone < timeout * fairness.ALONE_LIMITS:
                 with gate.alone():
                     start = time.monotonic()
                     results[k] = grade_part(result.part, part_data, root, timeout, memory_mb, verbose, user,
                                             python, worker, bytecode)
                     alone += time.monotonic() - start
                 results[k].alone = True
-            if result.starved and progress is not None:           # held back above: its grade is final now
+                results[k].why_alone = "timed out starved of CPU" if result.starved else "the grader failed on it"
+            if (result.starved or result.fault) and progress is not None:   # held back above: final now
                 progress(results[k])
     finally:
         if worker is not None:

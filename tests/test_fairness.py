@@ -197,6 +197,32 @@ def test_a_submission_is_graded_again_alone_for_one_part_limit_at_most(tmp_path,
     assert [r.alone for r in results] == [True, False]      # the first spent the limit: the second stands
 
 
+@pytest.mark.parametrize("again", [False, True], ids=["a passing grade alone", "the fault again"])
+def test_a_part_the_grader_failed_on_is_graded_again_alone(monkeypatch, again):
+    """A fault of the grader's own (here: no space left for a part's work folder, as when another submission
+    graded beside it fills the disk) does not stand as the student's 0: the part is graded again once the
+    others are done, alone; only if it fails again does the grader's message stand."""
+    failures = []
+
+    def no_space_once(*args, **kwargs):                    # the first run of 2.2 (or every run) finds no space
+        if args[1][0].get("kind") == "backward" and (again or not failures):
+            failures.append(1)
+            raise OSError(28, "No space left on device")
+        return run_child(*args, **kwargs)
+    run_child = sandbox.run_child
+    monkeypatch.setattr(sandbox, "run_child", no_space_once)
+    shown = []
+    results = grade.grade(REPO, [spec.PARTS_BY_NUMBER["2.1"], spec.PARTS_BY_NUMBER["2.2"]], jobs=2,
+                          progress=shown.append)
+    assert len(failures) == (2 if again else 1) and [r.alone for r in results] == [False, True]
+    assert [r.part.number for r in shown].count("2.2") == 1              # its final grade alone is shown
+    assert results[1].why_alone == "the grader failed on it"
+    if again:
+        assert results[1].score == 0 and "The grader failed on this part (OSError" in results[1].output
+    else:
+        assert results[1].status == "passed" and results[1].score == spec.PARTS_BY_NUMBER["2.2"].points
+
+
 def test_a_starved_part_graded_again_alone_is_judged_on_that_grade(tmp_path, monkeypatch):
     """A correct part that timed out starved passes once graded alone; the others are not graded again."""
     first = []
