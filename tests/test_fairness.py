@@ -204,9 +204,10 @@ def test_a_part_the_grader_failed_on_is_graded_again_alone(monkeypatch, again):
     others are done, alone; only if it fails again does the grader's message stand."""
     failures = []
 
-    def no_space_once(*args, **kwargs):                    # the first run of 2.2 (or every run) finds no space
-        if args[1][0].get("kind") == "backward" and (again or not failures):
-            failures.append(1)
+    def no_space_once(*args, **kwargs):                    # the first run of 2.2 (or every run) finds no space,
+        first = "part" not in failures
+        if kwargs.get("task") == "compile" or args[1][0].get("kind") == "backward" and (again or first):
+            failures.append(kwargs.get("task", "part"))        # and so does the compile of the submission
             raise OSError(28, "No space left on device")
         return run_child(*args, **kwargs)
     run_child = sandbox.run_child
@@ -214,7 +215,7 @@ def test_a_part_the_grader_failed_on_is_graded_again_alone(monkeypatch, again):
     shown = []
     results = grade.grade(REPO, [spec.PARTS_BY_NUMBER["2.1"], spec.PARTS_BY_NUMBER["2.2"]], jobs=2,
                           progress=shown.append)
-    assert len(failures) == (2 if again else 1) and [r.alone for r in results] == [False, True]
+    assert failures == ["compile"] + ["part"] * (2 if again else 1) and [r.alone for r in results] == [False, True]
     assert [r.part.number for r in shown].count("2.2") == 1              # its final grade alone is shown
     assert results[1].why_alone == "the grader failed on it"
     if again:
