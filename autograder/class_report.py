@@ -161,8 +161,23 @@ def rows(names, payloads, parts):
 
 def _csv(table):
     buffer = io.StringIO()
-    csv.writer(buffer, lineterminator="\n").writerows(table)
+    csv.writer(buffer, lineterminator="\n").writerows([[_cell(value) for value in row] for row in table])
     return buffer.getvalue()
+
+
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _cell(value):
+    """``value`` as a spreadsheet shows it as text: a cell that would start a formula (a name the student chose,
+    an archive's, may) gets a leading apostrophe, as OWASP advises against CSV injection; numbers stay numbers."""
+    text = str(value)
+    if text.startswith(FORMULA_START):
+        try:
+            float(text)
+        except ValueError:
+            return "'" + text
+    return text
 
 
 def scores_csv(class_rows, parts):

@@ -193,12 +193,27 @@ CACHE_FIELD = ("forward's Cache has no field {field}: what backward (and the gra
 _WEIGHTISH = re.compile(r"@\s*((?:p|self\.params|params)\[[\"'][^\"']+[\"']\]|[A-Za-z_]\w*(?![\w(]))(\.T\b)?")
 
 
+class Hint(str):
+    """A hint as shown, which may name the student's own field, operand or line; ``key``: the grader's text with
+    those left out, by which the class report and Gradescope's ``extra_data`` count it (a count per distinct
+    hint, not per student, and no text of the student's in the instructor's tables)."""
+
+    def __new__(cls, text, key):
+        hint = super().__new__(cls, text)
+        hint.key = key
+        return hint
+
+
+def _filled(template, **values):
+    return Hint(template.format(**values), template.format(**{name: "…" for name in values}))
+
+
 def _matmul_hint(line):
     """Which fix a core-dimension error of `@` needs, read from the student's line."""
     operands = _WEIGHTISH.findall(line)
     weights = [op for op, _ in operands if re.search(r"weight|w_|(^|\W)W", op)]
     if weights:
-        return TRANSPOSE_WEIGHT.format(operand=weights[0])
+        return _filled(TRANSPOSE_WEIGHT, operand=weights[0][:60])
     if operands:
         return ELEMENTWISE
     return MATMUL_EITHER
@@ -227,7 +242,7 @@ def error_hints(error, where="", sequence=False):
                      "batch summed out, np.sum(d, axis=0)")
     field = re.search(r"'Cache' object has no attribute '(\w+)'", error)
     if field:
-        hints.append(CACHE_FIELD.format(field=field.group(1)))
+        hints.append(_filled(CACHE_FIELD, field=field.group(1)[:60]))
     if sequence and ("because x is unbatched" in error or
                      re.search(r"state\S* has shape \((\d+),\), expected \(1, \1\)", error)):
         hints.append(UNBATCHED_NO_STATE)

