@@ -175,8 +175,8 @@ def _placed(hint, found):
 
 def _message(verdicts, verbose):
     """(lines, hints): the first failing case in full, the others in one line each, then each hint once (all in
-    full with verbose); the hints as the grader counts them (``compare.Hint.key``: no text of the student's,
-    which the lines hold, in their own errors, and in the fields and lines hints name)."""
+    full with verbose); the hints as the class report counts them, without the student's own text that the
+    lines show (the field, operand or line a hint names: ``compare.Hint``)."""
     lines, hints, first = [], [], True
     for v in verdicts:
         if v.passed:

@@ -25,7 +25,7 @@ class PartResult:
     alone: bool = False          # so graded again, alone: this is that grade (``why_alone`` says why)
     fault: bool = False          # the grader itself failed on it (a full disk, say): graded again alone, too
     why_alone: str = ""
-    hints: tuple = ()            # the texts of the output's hints (``feedback.judge_part``)
+    hints: tuple = ()            # the output's hints as the class report counts them (``feedback.judge_part``)
 
     @property
     def passed(self):
@@ -132,9 +132,9 @@ def grade(root, parts=None, timeout=20.0, memory_mb=1024, verbose=False, fresh_s
     forked from ``template`` (a ``zygote.Template`` of ``python``: batch keeps one for all its submissions) if
     one is given. A part that ran out of time starved of CPU, or that the grader failed on, is graded again
     once the others are done, one at a time, alone through ``gate`` (a ``fairness.Gate``: batch shares one
-    between its submissions), for at most ``fairness.ALONE_LIMITS`` part limits in all. ``ready``: called (in another thread, while the
-    references load) before anything runs as ``user``; what it raises ends the grade (``cli``'s checks of the
-    Pythons, still under way when the grade starts).
+    between its submissions), for at most ``fairness.ALONE_LIMITS`` part limits in all. ``ready``: called (in
+    another thread, while the references load) before anything runs as ``user``; what it raises ends the
+    grade (``cli``'s checks of the Pythons, still under way when the grade starts).
     """
     parts = list(parts or course.load_course().parts())
     jobs = jobs or default_jobs()

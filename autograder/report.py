@@ -161,9 +161,9 @@ LOCAL_ONLY = re.compile(r" ?\(--verbose shows all\)")       # advice a Gradescop
 def _formatted(text, output_format):
     """``text`` for Gradescope's ``output_format``: md in a fenced block (columns stay aligned), ansi coloured."""
     text = LOCAL_ONLY.sub("", text)
-    if output_format == "md":                      # a fence longer than any run of backticks in it: only a
-        run = max(map(len, re.findall("`+", text)), default=0)    # line of as many ends it (CommonMark)
-        fence = "`" * max(3, run + 1)
+    if output_format == "md":
+        # a fence longer than any run of backticks in the text: only a line of as many ends it (CommonMark)
+        fence = "`" * max(3, 1 + max(map(len, re.findall("`+", text)), default=0))
         return f"{fence}text\n{text}\n{fence}"
     if output_format == "ansi":
         console = Console(io.StringIO(), environ={})
