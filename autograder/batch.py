@@ -180,7 +180,11 @@ def record(feedback, the_course, located, results, reason, seconds, key, fresh_s
         "submission": located.name, "form": located.form, "problem": problem, "problem_detail": detail,
         "grader_key": key, "seed": fresh_seed if fresh_seed is not None else the_course.seed})
     text = class_report.feedback_text(results, fresh_seed, reason)
-    class_report.write_feedback(feedback, located.name, text, payload)
+    try:
+        class_report.write_feedback(feedback, located.name, text, payload)
+    except OSError as error:             # (the disk full, say): its row in the class's tables still comes
+        print(f"error: the feedback of {untrusted.text(located.name, 60)} could not be written: "
+              f"{untrusted.text(error.strerror or str(error), 200)}", file=sys.stderr, flush=True)
     return payload
 
 

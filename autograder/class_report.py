@@ -25,7 +25,7 @@ import secrets
 import stat
 import statistics
 
-from autograder import report
+from autograder import report, untrusted
 
 FEEDBACK = "feedback"
 READ_LIMIT = 4 << 20             # bytes of one feedback file read back when resuming
@@ -97,7 +97,8 @@ class Folder:
 
     def write(self, name, content):
         """``name`` holds ``content`` (str or bytes), replaced atomically."""
-        data = content.encode("utf-8") if isinstance(content, str) else content
+        data = content.encode("utf-8", "replace") if isinstance(content, str) else content   # (a name's lone
+        # surrogates, from a file name that is not UTF-8, become '?')
         tmp = f".tmp-{secrets.token_hex(8)}"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=self.fd)
         try:
@@ -126,18 +127,31 @@ class Folder:
         os.close(self.fd)
 
 
+HASHED = re.compile(r"~[0-9a-f]{16}$")
+
+
+def feedback_file(name):
+    """The file name (before .txt and .json) of submission ``name``'s feedback: the name itself if it is printable
+    UTF-8 short enough for any file system, else its printable start and a digest of the whole (a name of 300
+    bytes, or not UTF-8, is an archive's a student chose); no name is taken as it is if it looks like a digest's."""
+    raw = name.encode("utf-8", "surrogateescape")
+    if len(raw) <= 200 and untrusted.text(name, 200) == name and not HASHED.search(name):
+        return name
+    return f"{untrusted.text(name[:60], 60)}~{hashlib.sha256(raw).hexdigest()[:16]}"
+
+
 def write_feedback(folder, name, text, payload):
     """The submission's two feedback files in ``folder`` (a ``Folder``; the .txt first: a .json present means
     both are complete)."""
-    folder.write(f"{name}.txt", text)
-    folder.write(f"{name}.json", json.dumps(payload, indent=1) + "\n")
+    folder.write(f"{feedback_file(name)}.txt", text)
+    folder.write(f"{feedback_file(name)}.json", json.dumps(payload, indent=1) + "\n")
 
 
 def read_feedback(folder, name, key):
     """The results an earlier run left in ``folder`` for ``name`` if the same grader key made them, else None."""
     try:
-        payload = json.loads(folder.read(f"{name}.json"))
-        if payload["extra_data"]["grader_key"] == key and folder.read(f"{name}.txt") is not None:
+        payload = json.loads(folder.read(f"{feedback_file(name)}.json"))
+        if payload["extra_data"]["grader_key"] == key and folder.read(f"{feedback_file(name)}.txt") is not None:
             return payload
     except (OSError, ValueError, KeyError, TypeError):
         pass
@@ -169,9 +183,11 @@ FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def _cell(value):
-    """``value`` as a spreadsheet shows it as text: a cell that would start a formula (a name the student chose,
-    an archive's, may) gets a leading apostrophe, as OWASP advises against CSV injection; numbers stay numbers."""
-    text = str(value)
+    """``value`` as a spreadsheet shows it as text: printable UTF-8 (a name's control characters, bidirectional
+    overrides and bytes that are not UTF-8 become '?'), and a cell that would start a formula (a name the student
+    chose, an archive's, may) gets a leading apostrophe, as OWASP advises against CSV injection; numbers stay
+    numbers."""
+    text = untrusted.text(str(value), 1000)
     if text.startswith(FORMULA_START):
         try:
             float(text)
@@ -243,7 +259,7 @@ def histogram(folder, totals, maximum):
 def _md_cell(text):
     """``text`` (a submission's name, a hint, a problem: the student's text may be in any) as plain text in
     Markdown: on one line, with every ASCII punctuation character escaped (no link, image, HTML or cell break)."""
-    return re.sub(r"([!-/:-@\[-`{-~])", r"\\\1", " ".join(str(text).splitlines()))
+    return re.sub(r"([!-/:-@\[-`{-~])", r"\\\1", " ".join(untrusted.text(str(text), 1000).splitlines()))
 
 
 def report_md(class_rows, parts, course, pictured):

@@ -172,3 +172,30 @@ def test_a_second_run_resumes_and_regrade_grades_again(graded_class):
     assert proc.returncode == 0 and "Resuming" not in proc.stdout
     alice = next(r for r in _rows(report / "scores.csv") if r[0] == "alice")
     assert alice[6] == "0" and alice[7] == "ungradable" and "no __init__.py" in alice[8]
+
+
+def test_names_no_file_system_or_terminal_takes_as_they_are_get_their_rows_and_feedback(tmp_path):
+    """An archive's name of 254 bytes (past a file name's 255 with .json) and a folder's name that is not UTF-8,
+    with a terminal escape and a right-to-left override: every submission is graded, gets its row (the name
+    as printable text) and its feedback (under the name's printable start and a digest of it), and the class's
+    tables are written; a second run finds that feedback and grades nothing again."""
+    grader = make_grader_copy(tmp_path / "grader")
+    (tmp_path / "grader" / "course.toml").write_text(COURSE)
+    subs = tmp_path / "subs"
+    solution = make_submission(tmp_path / "solution")
+    make_submission(subs / "alice")
+    long = "L" * 250 + ".zip"
+    _pack("zip", solution, subs / long)
+    odd = os.fsdecode(b"carol\xff\x1b[2J" + "\u202e".encode())
+    make_submission(subs / odd)
+    proc = run_cli(["batch", str(subs), "--jobs", "2"], cwd=grader, timeout=600)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    rows = {r[0]: r for r in _rows(subs / "grading" / "scores.csv")[1:]}
+    assert sorted(rows) == sorted(["alice", long, "carol??[2J?"])
+    assert all(float(r[6]) == TOTAL for r in rows.values()), rows
+    feedback = sorted(os.listdir(subs / "grading" / "feedback"))
+    assert len(feedback) == 6 and all(len(os.fsencode(name)) <= 255 for name in feedback)
+    assert {"alice.json", "alice.txt"} < set(feedback) and sum("~" in name for name in feedback) == 4
+    assert (subs / "grading" / "report.md").exists() and (subs / "grading" / "gradebook.csv").exists()
+    again = run_cli(["batch", str(subs), "--jobs", "2"], cwd=grader, timeout=600)
+    assert again.returncode == 0 and "3 already graded" in again.stdout + again.stderr, again.stdout + again.stderr

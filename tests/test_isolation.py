@@ -46,7 +46,7 @@ HOSTILE = {
     # name: (write the archive to a path, what the refusal says)
     "deflate bomb": (lambda p: _zip(p, [("mytorch/big.py", bytes(archive.BYTES + (1 << 20)))]), "more than 64 MiB"),
     "too many members": (lambda p: _zip(p, [(f"m/{k}.py", b"") for k in range(archive.MEMBERS + 1)]),
-                         f"more than {archive.MEMBERS} files"),
+                         f"more than {archive.MEMBERS} files and folders"),
     "parent folder": (lambda p: _tar(p, [_file("../../evil.py")]), "points outside"),
     "absolute path": (lambda p: _zip(p, [("/tmp/evil.py", b"x")]), "points outside"),
     "symbolic link": (lambda p: _tar(p, [_link("mytorch/secret", "/etc/shadow")]), "a link or a special file"),
@@ -54,6 +54,10 @@ HOSTILE = {
                   "a link or a special file"),
     "a FIFO": (lambda p: _tar(p, [_link("mytorch/fifo", "", tarfile.FIFOTYPE)]), "a link or a special file"),
     "a name given twice": (lambda p: _tar(p, [_file("mytorch/a.py"), _file("mytorch/a.py")]), "given twice"),
+    # empty folders cost no bytes: each folder a path makes counts as a member, and a path is at most DEPTH deep
+    "a folder bomb": (lambda p: _zip(p, [(f"{k}/" + "a/" * (archive.DEPTH - 2), b"") for k in range(200)]),
+                      f"more than {archive.MEMBERS} files and folders"),
+    "a path too deep": (lambda p: _zip(p, [("a/" * 1800 + "x.py", b"")]), f"more than {archive.DEPTH} folders deep"),
 }
 # the archive's format is found from its bytes, not its name
 
