@@ -63,18 +63,25 @@ class Progress:
                   f" ({elapsed:.0f} s)", end=end, file=sys.stderr, flush=True)
 
 
-def batch_seed(args, folder):
+def batch_seed(args, folder, course):
     """The fresh seed (None: the stored cases): a random one is drawn once per class and kept in the report
-    ``folder``, so a resumed run grades on the same cases."""
+    ``folder`` with its check (``seed_check``), so a resumed run grades on the same cases; a kept seed without
+    the right check (planted in the folder: a student's seed would give cases they know) is not used."""
     if args.fresh_seed != "random" or args.regrade:
         return cli.resolve_fresh_seed(args.fresh_seed)
     try:
-        seed = json.loads(folder.read(STATE))["fresh_seed"]
-        if isinstance(seed, int) and not isinstance(seed, bool):
+        state = json.loads(folder.read(STATE))
+        seed = state["fresh_seed"]
+        if isinstance(seed, int) and not isinstance(seed, bool) and state.get("check") == seed_check(course, seed):
             return seed
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         pass
     return cli.resolve_fresh_seed(args.fresh_seed)
+
+
+def seed_check(course, seed):
+    """A kept seed's check: a digest of it with this grader's files, whose instructor-only modules no student has."""
+    return class_report.grader_key(course, f"kept {seed}")
 
 
 def sandbox_users(parser, value, jobs, python, solution=None, hidden=()):
@@ -207,6 +214,9 @@ def main(argv):
     the_course = cli.load_course(parser)
     parts = the_course.parts()
     report_dir = os.path.abspath(args.out or os.path.join(folder, "grading"))
+    if os.path.isdir(os.path.join(report_dir, "mytorch")):      # a submission's name: it would go ungraded
+        parser.error(f"{report_dir} holds a mytorch folder, as a submission does: name the report folder with "
+                     "--out (a folder outside the submissions)")
     names, ignored = submissions.find(folder, skip=[report_dir])
     if not names:
         parser.error(f"no submissions in {args.folder}: each must be a folder (or an archive) in it")
@@ -218,7 +228,7 @@ def main(argv):
         feedback = folder_out.sub(class_report.FEEDBACK)
     except OSError as error:
         parser.error(f"--out {report_dir}: not a folder the grader can write ({error.strerror or error})")
-    fresh_seed = batch_seed(args, folder_out)
+    fresh_seed = batch_seed(args, folder_out, the_course)
     solution = cli.resolve_solution(args, fresh_seed)
     jobs = args.jobs or grade.default_jobs()
     users, python = sandbox_users(parser, args.run_as, jobs, args.python, solution,
@@ -229,7 +239,8 @@ def main(argv):
         cli.refuse_writable(parser, users.users, [report_dir], "the report (give --out a folder only root may write)")
     at_once = jobs if users is None else min(jobs, len(users.users))    # never two submissions per user
     key = class_report.grader_key(the_course, fresh_seed)
-    folder_out.write(STATE, json.dumps({"fresh_seed": fresh_seed}) + "\n")
+    kept = {"fresh_seed": fresh_seed, "check": seed_check(the_course, fresh_seed)}
+    folder_out.write(STATE, json.dumps(kept) + "\n")
     payloads = {}
     if not args.regrade:
         payloads = {n: p for n in names for p in [class_report.read_feedback(feedback, n, key)] if p is not None}

@@ -199,3 +199,25 @@ def test_names_no_file_system_or_terminal_takes_as_they_are_get_their_rows_and_f
     assert (subs / "grading" / "report.md").exists() and (subs / "grading" / "gradebook.csv").exists()
     again = run_cli(["batch", str(subs), "--jobs", "2"], cwd=grader, timeout=600)
     assert again.returncode == 0 and "3 already graded" in again.stdout + again.stderr, again.stdout + again.stderr
+
+
+def test_a_report_folder_a_student_could_have_filled_is_neither_trusted_nor_taken_for_a_submission(tmp_path):
+    """A seed kept in the report folder is used again only with the grader's check (a student's planted seed
+    would grade the class on cases they know); a report folder that holds a mytorch, as a submission named
+    like it does, is refused (that submission would go ungraded, and the report be written into it)."""
+    import argparse
+    from autograder import batch, class_report, course
+    the_course = course.load_course()
+    folder = class_report.Folder(str(tmp_path / "report"))
+    args = argparse.Namespace(fresh_seed="random", regrade=False)
+    folder.write(batch.STATE, json.dumps({"fresh_seed": 1234}))
+    assert batch.batch_seed(args, folder, the_course) != 1234
+    folder.write(batch.STATE, json.dumps({"fresh_seed": 1234, "check": batch.seed_check(the_course, 1234)}))
+    assert batch.batch_seed(args, folder, the_course) == 1234
+    folder.write(batch.STATE, json.dumps({"fresh_seed": 1234, "check": batch.seed_check(the_course, 1235)}))
+    assert batch.batch_seed(args, folder, the_course) != 1234
+    subs = tmp_path / "subs"
+    make_submission(subs / "alice")
+    make_submission(subs / "grading")
+    proc = run_cli(["batch", str(subs)], timeout=120)
+    assert proc.returncode == 2 and "holds a mytorch folder, as a submission does" in proc.stderr, proc.stderr
