@@ -97,8 +97,8 @@ class Folder:
 
     def write(self, name, content):
         """``name`` holds ``content`` (str or bytes), replaced atomically."""
-        data = content.encode("utf-8", "replace") if isinstance(content, str) else content   # (a name's lone
-        # surrogates, from a file name that is not UTF-8, become '?')
+        # a name's lone surrogates (from a file name that is not UTF-8) become '?'
+        data = content.encode("utf-8", "replace") if isinstance(content, str) else content
         tmp = f".tmp-{secrets.token_hex(8)}"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=self.fd)
         try:

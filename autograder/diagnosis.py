@@ -164,7 +164,7 @@ def _close_rows(matrix, target):
     return close.all(axis=1)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.lru_cache(maxsize=4096)               # bounded: the shapes come from students' traces, a class of them
 def _forms(shape):
     """(how, shape, take) for every form a student's value of ``shape`` may hold a reference quantity in, in
     the order they are tried; ``take`` is None (itself), "T", "sum" or (axis, start, stop) (a block)."""
