@@ -18,15 +18,26 @@ needs_torch = pytest.mark.skipif(not HAS_TORCH, reason=NO_TORCH)
 def lazy_torch():
     """PyTorch, imported when first used (``importlib.util.LazyLoader``). Every worker imports every test module
     to collect it, and PyTorch's import costs 3 s of CPU here: with the tests that use it in one xdist group
-    (``pytest_collection_modifyitems``), one worker pays it instead of each."""
-    if "torch" in sys.modules:
-        return sys.modules["torch"]
-    spec = importlib.util.find_spec("torch")
-    spec.loader = importlib.util.LazyLoader(spec.loader)
-    torch = importlib.util.module_from_spec(spec)
-    sys.modules["torch"] = torch
-    spec.loader.exec_module(torch)
-    return torch
+    (``pytest_collection_modifyitems``), one worker pays it instead of each. What a test module holds is a
+    ``_LazyTorch``, not the lazy module itself: collection asks every name of a test module whether it is a
+    unittest class (``issubclass`` reads its ``__bases__``), and a lazy module imports PyTorch to answer."""
+    if "torch" not in sys.modules:
+        spec = importlib.util.find_spec("torch")
+        spec.loader = importlib.util.LazyLoader(spec.loader)
+        torch = importlib.util.module_from_spec(spec)
+        sys.modules["torch"] = torch
+        spec.loader.exec_module(torch)
+    return _LazyTorch()
+
+
+class _LazyTorch:
+    """PyTorch's names (``torch.tensor``, ``torch.nn``...), each looked up in PyTorch when used; what is asked of
+    any object (its dunder names) is not PyTorch's, so asking imports nothing."""
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(sys.modules["torch"], name)
 
 
 def uses_torch(item):
@@ -102,6 +113,28 @@ def pytest_configure(config):
     if not hasattr(config, "workerinput"):                        # the controller alone, before the workers
         for package in COMPILED_PACKAGES:
             compileall.compile_dir(os.path.join(REPO, package), quiet=1)
+        _rewrite_test_modules(config)
+
+
+def _rewrite_test_modules(config):
+    """pytest's own bytecode of the test modules (their asserts rewritten), written once before the workers
+    start. pytest keeps it only where bytecode may be written, and reads it wherever it is: without it every
+    worker rewrote all forty modules as it collected them, 2 s of CPU each. A pytest without these internals
+    (or run with --assert=plain) is left to do as it does."""
+    try:
+        from _pytest.assertion.rewrite import PYC_TAIL, _rewrite_test, _write_pyc, assertstate_key, get_cache_dir
+        state = config.stash[assertstate_key]
+    except (ImportError, KeyError):
+        return
+    import pathlib
+    tests = pathlib.Path(REPO, "tests")
+    for source in sorted(tests.glob("test_*.py")) + [tests / "conftest.py"]:
+        try:
+            cache = get_cache_dir(source)
+            cache.mkdir(exist_ok=True)
+            _write_pyc(state, *_rewrite_test(source, config)[::-1], cache / (source.name[:-3] + PYC_TAIL))
+        except (OSError, SyntaxError, TypeError, ValueError):     # a test module's own error shows when it is collected
+            return
 
 
 def pytest_xdist_auto_num_workers(config):
@@ -118,8 +151,10 @@ def pytest_collection_modifyitems(config, items):
     one worker, so it is built once, and so do all that use ``notebook_cache`` (the notebooks executed, then
     the site that shows them: collection order runs them in that order); every other test goes to whichever
     worker is free. The longest units of work are handed out first (the notebooks and the site, the mutation
-    test, then the other groups), so that the many short tests fill in around them instead of one long unit
-    running alone at the end."""
+    test and the tests that mostly wait, then the other groups), so that the many short tests fill in around
+    them instead of one long unit running alone at the end: a test that waits 10 s for a timeout, handed out
+    last, left both cores idle for those 10 s. The tests that wait run in one worker, one after another, while
+    the two others keep both cores busy."""
     rank = {}                                                     # nodeid -> 0, 1, 2: before every other test
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
@@ -127,6 +162,9 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group("executed-notebooks"))
             rank[item.nodeid] = 0
         elif item.get_closest_marker("mutants") is not None:
+            rank[item.nodeid] = 1
+        elif item.get_closest_marker("waits") is not None:          # one after another: the others use the cores
+            item.add_marker(pytest.mark.xdist_group("waits"))
             rank[item.nodeid] = 1
         elif SHARED_FIXTURES & fixtures:
             item.add_marker(pytest.mark.xdist_group(item.module.__name__))

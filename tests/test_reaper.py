@@ -107,6 +107,7 @@ def test_run_kills_a_helper_past_its_timeout_and_forgets_it():
     assert not reaper._ours
 
 
+@pytest.mark.waits
 @pytest.mark.parametrize("hide", ["child", "new session", "double fork"])
 def test_run_past_its_timeout_returns_though_what_the_helper_started_holds_its_pipes(hide):
     """A helper (a Python probe runs a .pth of whoever could write there) that leaves a process holding its

@@ -143,6 +143,7 @@ def test_a_killed_zygote_is_replaced_and_the_grade_completes(tmp_path):
     assert load_results(out)["score"] == sum(spec.PARTS_BY_NUMBER[n].points for n in ("1.1", "1.2", "2.1", "2.2"))
 
 
+@pytest.mark.waits
 def test_a_stuck_zygote_is_replaced_then_given_up(monkeypatch):
     """A zygote that stops answering is ended and replaced; after RESTARTS more failures the grader starts one
     Python per part, and says so each time. Every part is still graded."""
@@ -223,6 +224,7 @@ def test_batch_forks_every_submissions_zygote_from_one_template(tmp_path, monkey
     assert not zygotes()                                   # the template and every zygote ended with the batch
 
 
+@pytest.mark.waits
 def test_a_template_forks_only_zygotes_and_a_zygote_only_parts(monkeypatch):
     """Each answers only its own request: a part asked of the template, or a zygote asked of a zygote, is never
     made (the grader gives up on that process and starts the next zygote or part as without it)."""
@@ -455,6 +457,7 @@ def test_a_solution_the_sandbox_user_could_change_lends_no_pycs(tmp_path):
     assert sandbox.known_sources(str(checkout), user) == {}
 
 
+@pytest.mark.waits
 @pytest.mark.parametrize("forked", [True, False], ids=["zygote", "spawned"])
 def test_an_endless_loop_is_located_though_its_child_was_slow_to_start(tmp_path, monkeypatch, forked):
     """Where the loop runs is printed a second before the limit counted from when the grader started the part,
