@@ -250,3 +250,32 @@ def test_gru_block_ops_match_torch_autograd(rng):
     close(d_h_prev, ht.grad, "d_h_prev")
     close(d_c_bar, c_bar.grad, "d_c_bar")
     close(d_r_bar_u_bar, r_u_bar.grad, "d_r_bar_u_bar")
+
+
+# --------------------------------------------------------------------------------------------------
+# the oracle's cost: paid by the worker that runs these tests, not by every worker that collects them
+
+TORCH_MODULES = ["tests.test_torch_oracle", "tests.test_lstm_cell", "tests.test_bidirectional_lengths",
+                 "tests.test_optim_losses_linear"]
+COLLECT_LIKE_PYTEST = """
+import importlib, sys, unittest
+for name in sys.argv[1:]:
+    module = importlib.import_module(name)
+    for value in list(vars(module).values()):   # pytest's unittest plugin asks this of every name of a module
+        try:
+            issubclass(value, unittest.TestCase)
+        except TypeError:
+            pass
+print('torch._C' in sys.modules, sum(name in sys.modules for name in sys.argv[1:]))
+"""
+
+
+def test_collecting_the_modules_that_use_pytorch_does_not_import_it():
+    """Each xdist worker imports every test module to collect it, and pytest asks every name of a module whether
+    it is a unittest class; PyTorch (3 s of CPU) must not load to answer (``conftest.lazy_torch``)."""
+    import subprocess
+    import sys
+    from tests.conftest import REPO
+    probe = subprocess.run([sys.executable, "-c", COLLECT_LIKE_PYTEST, *TORCH_MODULES], cwd=REPO,
+                           capture_output=True, text=True, timeout=120)
+    assert probe.stdout.split() == ["False", str(len(TORCH_MODULES))], probe.stdout + probe.stderr
