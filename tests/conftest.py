@@ -119,7 +119,7 @@ def pytest_configure(config):
 def _rewrite_test_modules(config):
     """pytest's own bytecode of the test modules (their asserts rewritten), written once before the workers
     start. pytest keeps it only where bytecode may be written, and reads it wherever it is: without it every
-    worker rewrote all forty modules as it collected them, 2 s of CPU each. A pytest without these internals
+    worker rewrote every test module as it collected them, 2 s of CPU each. A pytest without these internals
     (or run with --assert=plain) is left to do as it does."""
     try:
         from _pytest.assertion.rewrite import PYC_TAIL, _rewrite_test, _write_pyc, assertstate_key, get_cache_dir

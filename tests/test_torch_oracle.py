@@ -1,11 +1,15 @@
 """Level 3: an independent oracle. PyTorch's own modules where they exist (RNNCell, GRUCell, RNN, GRU), and
 torch autograd over the equations written from the sources (the GMU as a PyTorch forum question wrote it, TGRU,
 TF's GRU block cell). float64 throughout; agreement to 1e-10. Skipped when torch is not installed."""
+import pathlib
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
 from mytorch.nn import GMUCell, GRU, GRUBlockCell, GRUCell, RNN, RNNCell, TGRU, gru_block_cell, gru_block_cell_grad
-from tests.conftest import HAS_TORCH, lazy_torch, needs_torch
+from tests.conftest import HAS_TORCH, REPO, lazy_torch, needs_torch
 
 if HAS_TORCH:
     torch = lazy_torch()
@@ -255,8 +259,8 @@ def test_gru_block_ops_match_torch_autograd(rng):
 # --------------------------------------------------------------------------------------------------
 # the oracle's cost: paid by the worker that runs these tests, not by every worker that collects them
 
-TORCH_MODULES = ["tests.test_torch_oracle", "tests.test_lstm_cell", "tests.test_bidirectional_lengths",
-                 "tests.test_optim_losses_linear"]
+TORCH_MODULES = sorted(f"tests.{path.stem}" for path in pathlib.Path(REPO, "tests").glob("test_*.py")
+                       if "lazy_torch()" in path.read_text(encoding="utf-8"))
 COLLECT_LIKE_PYTEST = """
 import importlib, sys, unittest
 for name in sys.argv[1:]:
@@ -273,9 +277,7 @@ print('torch._C' in sys.modules, sum(name in sys.modules for name in sys.argv[1:
 def test_collecting_the_modules_that_use_pytorch_does_not_import_it():
     """Each xdist worker imports every test module to collect it, and pytest asks every name of a module whether
     it is a unittest class; PyTorch (3 s of CPU) must not load to answer (``conftest.lazy_torch``)."""
-    import subprocess
-    import sys
-    from tests.conftest import REPO
+    assert len(TORCH_MODULES) >= 4, TORCH_MODULES
     probe = subprocess.run([sys.executable, "-c", COLLECT_LIKE_PYTEST, *TORCH_MODULES], cwd=REPO,
                            capture_output=True, text=True, timeout=120)
     assert probe.stdout.split() == ["False", str(len(TORCH_MODULES))], probe.stdout + probe.stderr
