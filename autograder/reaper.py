@@ -26,7 +26,7 @@ from autograder import ipc
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 _lock = threading.Lock()            # held while starting a process and while sweeping orphans
-_ours = set()                       # processes this module started and has not reaped yet
+_ours = {}                          # {pid: Popen} of the processes this module started and has not reaped yet
 _subreaper = None
 SYSTEM_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"      # where the grader's helpers are found, whatever PATH says
 HELPER_ENV = {"PATH": SYSTEM_PATH, "HOME": "/", "LANG": "C.UTF-8",   # all a helper (or a zygote) is given
@@ -48,10 +48,12 @@ def become_subreaper():
 
 
 def spawn(start):
-    """``start()`` (which starts one process and returns its Popen) with the process recorded as ours."""
+    """``start()`` (which starts one process and returns its Popen) with the process recorded as ours, and
+    when it started (``proc.started``, see ``start_time``)."""
     with _lock:
         proc = start()
-        _ours.add(proc.pid)
+        proc.started = start_time(proc.pid)
+        _ours[proc.pid] = proc
     return proc
 
 
@@ -112,9 +114,11 @@ def _read_back(file, limit):
 
 
 def reaped(proc):
-    """``proc`` (from ``spawn``) was waited for by its caller: its pid is no longer ours."""
+    """``proc`` (from ``spawn``) was waited for by its caller: its pid is no longer ours, unless it went to a
+    process started since (a pid is given again once its process is reaped)."""
     with _lock:
-        _ours.discard(proc.pid)
+        if _ours.get(proc.pid) is proc:
+            del _ours[proc.pid]
 
 
 CHILDREN_FILES = os.path.exists("/proc/thread-self/children")      # CONFIG_PROC_CHILDREN, in most kernels
@@ -129,6 +133,17 @@ def _children(pid):
                 with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
                     found += [int(child) for child in f.read().split()]
     return found
+
+
+def start_time(pid):
+    """When process ``pid`` started (clock ticks after boot, field 22 of ``/proc/PID/stat``), None once it is gone.
+    With it a pid names one process: the kernel gives a pid again once its process is reaped (pids wrap at
+    ``/proc/sys/kernel/pid_max``, 32768 on many machines, within minutes of grading), never with the same start."""
+    fields = _stat(pid)
+    try:
+        return int(fields[19])
+    except (TypeError, ValueError, IndexError):
+        return None
 
 
 def _stat(pid):
@@ -209,10 +224,14 @@ def _kill(pids):
             os.kill(pid, signal.SIGKILL)
 
 
-def _sweep_once(roots):
-    """Kill ``roots``, the orphans and all their descendants; reap the orphans. True when none was alive."""
+def _sweep_once(roots, started=None):
+    """Kill ``roots``, the orphans and all their descendants; reap the orphans. True when none was alive.
+    ``started``: {root: its start time}; a root started at another time is another process that took its pid
+    (its own was reaped meanwhile, by its zygote or as an orphan), left alone with its descendants."""
     me = os.getpid()
     with _lock:
+        if started is not None:
+            roots = [pid for pid in roots if start_time(pid) == started.get(pid)]
         table = None if CHILDREN_FILES else _table()
         mine = _children(me) if table is None else [pid for pid, (ppid, _) in table.items() if ppid == me]
         orphans = {pid for pid in mine if pid not in _ours}
@@ -225,14 +244,13 @@ def _sweep_once(roots):
 
 
 def end(proc, budget=10.0):
-    """Kill ``proc`` (a Popen from ``spawn``) and everything it started; reap them all."""
+    """Kill ``proc`` (a Popen from ``spawn``, or a zygote's ``Child``) and everything it started; reap them all."""
     deadline = time.monotonic() + budget
-    if proc.returncode is None:                       # not reaped yet, so its pid is still its own
-        _sweep_once([proc.pid])
+    if proc.returncode is None:                       # not reaped by us: its pid is its own if its start is
+        _sweep_once([proc.pid], {proc.pid: proc.started} if hasattr(proc, "started") else None)
     with contextlib.suppress(Exception):
         proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-    with _lock:
-        _ours.discard(proc.pid)
+    reaped(proc)
     end_orphans(max(0.1, deadline - time.monotonic()))
 
 

@@ -457,7 +457,7 @@ def _run_child(root, configs, inputs_list, timeout, memory_mb, user, python, zyg
         starved = timed_out and fairness.starved(proc.pid, timeout)     # read before it is killed
         lost = getattr(proc, "lost", False)            # its zygote died under it (so no one reaped it)
         if lost:
-            proc.returncode = None                     # its pid is still its own: kill it with its tree
+            proc.returncode = None                     # kill it with its tree (if its pid is still its own)
         reaper.end(proc)                               # the child and everything it started are gone
         if lost:                                       # grade the part again
             pipes.close()

@@ -387,8 +387,10 @@ class Child:
     ended: its part must be graded again."""
 
     def __init__(self, generation, pid):
+        from autograder import reaper
         self.generation, self.pid, self.returncode, self.lost = generation, pid, None, False
         self.cpu_seconds = None          # the CPU time it used, once it ended (None if that could not be read)
+        self.started = reaper.start_time(pid)      # its zygote reaps it only when told, so it is still there
 
     def poll(self):
         if self.returncode is None:

@@ -8,10 +8,12 @@ Pythons are being checked, and the check failed with "cannot run ... with numpy"
 import ast
 import os
 import pathlib
+import signal
 import subprocess
 import sys
 import threading
 import time
+import types
 
 import pytest
 
@@ -105,6 +107,32 @@ def test_run_kills_a_helper_past_its_timeout_and_forgets_it():
     else:
         raise AssertionError("no TimeoutExpired")
     assert not reaper._ours
+
+
+def test_end_kills_only_the_process_it_started_not_one_that_took_its_pid():
+    """A pid is given again once its process is reaped (pids wrap at 32768 here, and a run of the tests starts
+    about 17,000 processes and threads). A zygote's child reaped by its zygote, or re-parented to the grader and
+    reaped as an orphan, leaves its pid to whatever starts next: ending the child then must not kill that
+    process, told apart by its start time. Here a process of the grader's own stands for the one that took
+    the pid; ``end`` of what had it before leaves it, and what it started, alive."""
+    other = reaper.spawn(lambda: subprocess.Popen([sys.executable, "-c", "import os, time\n"
+                                                   "if os.fork() == 0:\n    time.sleep(30)\ntime.sleep(30)"]))
+    try:
+        assert _until(lambda: reaper._below([other.pid]).keys() - {other.pid})           # its child is there
+        below = set(reaper._below([other.pid]))
+
+        def alive():
+            return {pid for pid in below if reaper._state(pid) not in (None, "Z")}
+
+        earlier = types.SimpleNamespace(pid=other.pid, returncode=None, started=other.started - 1,
+                                        wait=lambda timeout=None: None)
+        reaper.end(earlier, budget=1.0)
+        assert not _until(lambda: not below <= alive(), seconds=1.0)                     # both stay alive
+        assert reaper._ours.get(other.pid) is other                                       # and still ours
+        reaper.end(other)                                                                 # the process itself
+        assert other.returncode == -signal.SIGKILL and _until(lambda: not alive())
+    finally:
+        reaper._sweep_once([other.pid], {other.pid: other.started})
 
 
 @pytest.mark.waits
