@@ -9,12 +9,13 @@
     report.md                   per part the mean, median and full-marks rate; each hint with how many
                                 students got it; the submissions that crashed, timed out or were not gradable;
                                 the histogram of totals
-    totals.png                  that histogram (matplotlib, Agg backend: no display needed)
+    totals.svg                  that histogram (drawn as SVG text: no plotting library is loaded as root)
 
 Every file is written atomically by the grader (never by student code), the feedback as each submission is
 graded, so an interrupted batch keeps what it finished: a run with the same grader key (``grader_key``: the
 grader's code and data, the course and the seed) reuses those files instead of grading again.
 """
+import bisect
 import csv
 import hashlib
 import io
@@ -231,29 +232,70 @@ def hint_counts(class_rows):
     return sorted(counts.items(), key=lambda item: (-item[1], item[0]))
 
 
-def histogram(folder, totals, maximum):
-    """totals.png in ``folder``: how many submissions scored what. False if matplotlib is missing."""
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        from matplotlib import pyplot
-    except ImportError:
-        return False
-    figure, axes = pyplot.subplots(figsize=(6, 3.2), dpi=100)
-    bins = [maximum * k / 20 for k in range(21)]
-    axes.hist(totals, bins=bins, color="#4477aa", edgecolor="white")
-    axes.set_xlabel(f"total (of {maximum:g})")
-    axes.set_ylabel("submissions")
-    axes.set_xlim(0, maximum)
-    axes.yaxis.get_major_locator().set_params(integer=True)
-    figure.tight_layout()
-    picture = io.BytesIO()
-    try:
-        figure.savefig(picture, format="png")
-    finally:
-        pyplot.close(figure)
-    folder.write("totals.png", picture.getvalue())
-    return True
+BINS = 20                        # the histogram's bars: equal widths from 0 to the course's total
+
+
+def bin_counts(totals, maximum):
+    """How many of ``totals`` fall in each of ``BINS`` equal bins from 0 to ``maximum``: a bin holds its
+    lower edge, the last one its upper edge too (as ``numpy.histogram`` counts)."""
+    edges = [maximum * k / BINS for k in range(BINS + 1)]
+    counts = [0] * BINS
+    for total in totals:
+        counts[min(max(bisect.bisect_right(edges, total) - 1, 0), BINS - 1)] += 1
+    return edges, counts
+
+
+def _step(largest):
+    """A tick step (1, 2 or 5 times a power of ten) giving at most five steps up to ``largest``."""
+    step = 1
+    while True:
+        for factor in (1, 2, 5):
+            if largest <= 5 * step * factor:
+                return step * factor
+        step *= 10
+
+
+def histogram_svg(totals, maximum):
+    """The totals as an SVG bar chart (600 by 320): one bar per bin (``bin_counts``), each with a tooltip
+    saying its range and count, the axes with their ticks and labels. Drawn here as text, with nothing
+    imported: batch writes it as root after student code ran, so it loads no library the checks of the
+    grader's own Python did not see, and it looks the same everywhere."""
+    edges, counts = bin_counts(totals, maximum)
+    width, height, left, right, top, bottom = 600, 320, 56, 16, 16, 48
+    plot_w, plot_h = width - left - right, height - top - bottom
+    step = _step(max(counts + [1]))
+    y_max = step * -(-max(counts + [1]) // step)
+
+    def x(value):
+        return left + plot_w * value / maximum if maximum else left
+
+    def y(count):
+        return top + plot_h * (1 - count / y_max)
+
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">',
+           f'<rect width="{width}" height="{height}" fill="white"/>']
+    for count in range(0, y_max + 1, step):                       # the count axis: grid lines and ticks
+        out.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{y(count):.1f}" y2="{y(count):.1f}" '
+                   f'stroke="#dddddd"/>')
+        out.append(f'<text x="{left - 6}" y="{y(count) + 4:.1f}" text-anchor="end">{count}</text>')
+    for k, count in enumerate(counts):
+        low, high = edges[k], edges[k + 1]
+        last = "]" if k == BINS - 1 else ")"
+        out.append(f'<rect x="{x(low) + 1:.1f}" y="{y(count):.1f}" width="{max(x(high) - x(low) - 2, 1):.1f}" '
+                   f'height="{y(0) - y(count):.1f}" fill="#4477aa"><title>[{low:g}, {high:g}{last}: '
+                   f'{count} submission{"" if count == 1 else "s"}</title></rect>')
+    for k in range(6):                                            # the total axis: six ticks, 0 to the total
+        value = maximum * k / 5
+        out.append(f'<line x1="{x(value):.1f}" x2="{x(value):.1f}" y1="{y(0):.1f}" y2="{y(0) + 5:.1f}" '
+                   'stroke="black"/>')
+        out.append(f'<text x="{x(value):.1f}" y="{y(0) + 18:.1f}" text-anchor="middle">{value:g}</text>')
+    out += [f'<line x1="{left}" x2="{left + plot_w}" y1="{y(0):.1f}" y2="{y(0):.1f}" stroke="black"/>',
+            f'<line x1="{left}" x2="{left}" y1="{top}" y2="{y(0):.1f}" stroke="black"/>',
+            f'<text x="{left + plot_w / 2:.1f}" y="{height - 10}" text-anchor="middle">total (of {maximum:g})</text>',
+            f'<text transform="translate(16 {top + plot_h / 2:.1f}) rotate(-90)" text-anchor="middle">'
+            'submissions</text>', "</svg>"]
+    return "\n".join(out) + "\n"
 
 
 def _md_cell(text):
@@ -269,7 +311,7 @@ def report_md(class_rows, parts, course, pictured):
              f"{n} submissions, total out of {course.total:g}: mean {statistics.fmean(totals):.2f}, median "
              f"{statistics.median(totals):.2f}." if n else "No submissions.", ""]
     if pictured:
-        lines += ["![totals](totals.png)", ""]
+        lines += ["![totals](totals.svg)", ""]
     lines += ["## Parts", "", "| part | points | mean | median | full marks |", "|---|---|---|---|---|"]
     for part, mean, median, full in part_statistics(class_rows, parts):
         lines.append(f"| {part.number} {part.name} | {part.points:g} | {mean:.2f} | {median:.2f} | {full:.0%} |")
@@ -288,12 +330,13 @@ def report_md(class_rows, parts, course, pictured):
 
 
 def write_class(folder, names, payloads, course):
-    """scores.csv, gradebook.csv, report.md and totals.png in ``folder`` (a ``Folder``) for the submissions
+    """scores.csv, gradebook.csv, report.md and totals.svg in ``folder`` (a ``Folder``) for the submissions
     ``names`` (in that order); returns the rows."""
     parts = course.parts()
     class_rows = rows(names, payloads, parts)
     folder.write("scores.csv", scores_csv(class_rows, parts))
     folder.write("gradebook.csv", gradebook_csv(class_rows, course))
-    pictured = bool(class_rows) and histogram(folder, [r["total"] for r in class_rows], course.total)
-    folder.write("report.md", report_md(class_rows, parts, course, pictured))
+    if class_rows:
+        folder.write("totals.svg", histogram_svg([r["total"] for r in class_rows], course.total))
+    folder.write("report.md", report_md(class_rows, parts, course, bool(class_rows)))
     return class_rows

@@ -114,7 +114,7 @@ def resolve_user(parser, name):
     return user
 
 
-def resolve_python(parser, path, users=(), later=False, whole_grader=True):
+def resolve_python(parser, path, users=(), later=False):
     """The child's Python (None: this one), checked to run and import numpy as each of ``users`` (pwd
     entries), and refused if one of them could change what it or the grader's own Python runs
     (``interpreter``). ``later``: return ``(python, finish)`` while the checks of the grader's own Python are
@@ -122,9 +122,10 @@ def resolve_python(parser, path, users=(), later=False, whole_grader=True):
     references meanwhile); ``finish()`` waits for them, a usage error if one fails, and must return before
     anything runs as a sandbox user (``grade.grade(ready=)``). The grader's package, which the grade's zygote
     loads as root, and a ``--python``'s own checks (its files, every library it maps once NumPy is imported)
-    are done before this returns: the grade starts that zygote at once. ``whole_grader``: the grader's own Python is checked whole (batch, which imports
-    matplotlib as root later); else, when student code runs another Python, only what this process has
-    loaded (``interpreter.own_exposed``: a single grade imports nothing more of it)."""
+    are done before this returns: the grade starts that zygote at once. When student code runs another
+    Python, the grader's own is checked for what this process has loaded and may import (``interpreter.
+    own_exposed``): neither a grade nor a batch imports anything more of it as root later (batch draws its
+    histogram as SVG text, with no plotting library)."""
     if path is not None and not (os.path.isfile(path) and os.access(path, os.X_OK)):
         parser.error(f"--python: {path} is not an executable file")
     python = os.path.abspath(path) if path is not None else None
@@ -140,7 +141,7 @@ def resolve_python(parser, path, users=(), later=False, whole_grader=True):
         _refuse_probed(parser, python, users, probes)
     refuse_writable(parser, users, [HERE], "the grader's files, which its zygote runs as root")
     checking = concurrent.futures.ThreadPoolExecutor(max_workers=1)
-    checked = checking.submit(_check_python, parser, python, list(users), whole_grader, first)
+    checked = checking.submit(_check_python, parser, python, list(users), first)
     checking.shutdown(wait=False)
     if later:
         return python, checked.result
@@ -148,14 +149,13 @@ def resolve_python(parser, path, users=(), later=False, whole_grader=True):
     return python
 
 
-def _check_python(parser, python, users, whole_grader, python_checked):
+def _check_python(parser, python, users, python_checked):
     """The checks ``resolve_python`` promises, but those of a ``python_checked`` --python already done."""
     with concurrent.futures.ThreadPoolExecutor(max_workers=len(users)) as pool:     # probed while the files
         probes = [] if python_checked else [pool.submit(interpreter.numpy_probed, python or sys.executable, user)
                                             for user in users]                      # are checked
+        # the Python student code runs, whole: student code may import anything in it
         whole = {python or sys.executable} - ({python} if python_checked else set())
-        if whole_grader or python is None:                # student code may import anything the grader's has
-            whole.add(sys.executable)
         exposed = interpreter.exposed(sorted(whole), users) if whole else []
         own = interpreter.own_exposed(users)
     _refuse_probed(parser, python, users, probes)
@@ -324,8 +324,7 @@ def main_grade(argv, worker=None):
         parser.error(str(error))
     root = os.path.abspath(args.submission or default_submission())
     user = resolve_user(parser, args.run_as)
-    python, python_checked = resolve_python(parser, args.python, [user] if user else [], later=True,
-                                            whole_grader=False)
+    python, python_checked = resolve_python(parser, args.python, [user] if user else [], later=True)
     fresh_seed = resolve_fresh_seed(args.fresh_seed)
     solution = resolve_solution(args, fresh_seed)
     refuse_writable(parser, [user] if user else [], [os.path.join(solution, "mytorch")] if solution else [],

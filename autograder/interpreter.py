@@ -15,8 +15,8 @@ what the files on disk imply (the executable and the folder it is in, a venv's `
 The grader's own Python, when student code runs another (``--python``), runs as root alone and only what the
 grader loads: ``own_exposed`` looks at that, read from this very process (``own_places``), which is both
 exact and a tenth of the walk (a Python's site may hold 100,000 files of packages the grader never imports).
-Whatever runs it as root must have imported every package it will use before the check (batch, which draws
-its histogram with matplotlib as root, checks the whole Python instead).
+Whatever runs it as root must have imported every package it will use before the check: a grade and a
+batch import nothing of it later (batch's histogram is SVG written as text, not drawn by a plotting library).
 """
 import concurrent.futures
 import glob

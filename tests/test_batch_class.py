@@ -1,21 +1,28 @@
 """Batch grading of a class that hands in every form there is: nobody is dropped, each gets feedback, and the
-class report says what the rows say. The grader runs from a copy whose course is sections 1 and 2 (23 points),
-so the class grades in seconds."""
+class report says what the rows say. The grader runs from a copy whose course is sections 1 and 2 (21 points,
+each part its own), so the class grades in seconds."""
 import csv
+import importlib.util
+import io
 import json
 import os
 import re
 import statistics
+import subprocess
+import sys
 import tarfile
+import urllib.parse
 import zipfile
+from xml.etree import ElementTree
 
+import numpy
 import pytest
 
-from autograder import mistakes, spec
-from tests.graderkit import check_gradescope, make_grader_copy, make_submission, run_cli
+from autograder import class_report, mistakes, spec
+from tests.graderkit import REPO, check_gradescope, make_grader_copy, make_submission, run_cli
 
 COURSE = '[assignment]\ntitle = "RNN and GRU"\nsections = ["1", "2"]\n'
-TOTAL = sum(p.points for p in spec.PARTS if p.number[0] in "12")                          # 23
+TOTAL = sum(p.points for p in spec.PARTS if p.number[0] in "12")                          # 21
 RNN_FORWARD_USERS = sum(spec.PARTS_BY_NUMBER[n].points for n in ("1.1", "1.2"))          # the loop costs these
 Z_SWAPPED = next(m for m in mistakes.HINTED if m.id == "gru-z-swapped")
 TIMEOUT = "3"              # seconds a part may take: judy's two RNN parts wait it out in each run
@@ -146,13 +153,107 @@ def test_the_class_report_matches_the_rows(graded_class):
     assert hint.startswith(f"- {1 / len(rows):.0%} of the class (1 of {len(rows)}): ")
     problems = re.findall(r"^\| (\w+) \| (ungradable|crashed|timed out) \|", text, re.M)
     assert sorted(problems) == sorted((n, p) for n, (_, p, _) in EXPECTED.items() if p)
-    assert "![totals](totals.png)" in text
-    with open(report / "totals.png", "rb") as f:
-        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+    assert "![totals](totals.svg)" in text
+    bars = _bars(report / "totals.svg")
+    counts, edges = numpy.histogram(totals, bins=[TOTAL * k / 20 for k in range(21)])
+    assert [count for _, count, _ in bars] == counts.tolist()
+    assert [title for _, _, title in bars][-1] == f"[{edges[-2]:g}, {TOTAL}]: {counts[-1]} submissions"
+    heights = [height for height, _, _ in bars]                     # drawn to one scale, the tallest the most
+    assert max(heights) > 0 and all(abs(h * max(counts) - max(heights) * c) < 0.2 * max(counts)
+                                    for h, c in zip(heights, counts))
     book = _rows(report / "gradebook.csv")
     assert book[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "RNN and GRU"]
     assert book[1] == ["    Points Possible", "", "", "", "", str(TOTAL)]
     assert [(r[0], r[3], float(r[5])) for r in book[2:]] == [(r[0], r[0], float(r[6])) for r in rows]
+
+
+@pytest.mark.parametrize("maximum, totals", [
+    (100, [0, 0, 4.999, 5, 5.0001, 50, 99.99, 100, 100, 37.5]),         # on edges, just below, the top twice
+    (23, [23, 23 * 19 / 20, 21.8, 0, 1.15, 11.5]),                         # edges that are not round
+    (23, [7]),                                                              # one submission
+])
+def test_the_histogram_counts_each_total_in_its_bin_as_numpy_does(tmp_path, maximum, totals):
+    (tmp_path / "totals.svg").write_text(class_report.histogram_svg(totals, maximum))
+    bars = _bars(tmp_path / "totals.svg")
+    counts, _ = numpy.histogram(totals, bins=[maximum * k / 20 for k in range(21)])
+    assert [count for _, count, _ in bars] == counts.tolist() and sum(counts) == len(totals)
+    root = ElementTree.parse(tmp_path / "totals.svg").getroot()
+    width, height = (float(v) for v in root.get("viewBox").split()[2:])
+    for rect in root.iter("{http://www.w3.org/2000/svg}rect"):          # every bar inside the picture
+        x, y, w, h = (float(rect.get(k, 0)) for k in ("x", "y", "width", "height"))
+        assert 0 <= x and x + w <= width and 0 <= y and y + h <= height and h >= 0
+
+
+def test_writing_the_class_report_loads_no_library_as_root():
+    """A batch run as root writes the class report after student code ran; the checks of the grader's own
+    Python cover what it loaded by then (and its standard library), so the report must load nothing else
+    (a plotting library would bring hundreds of files no check looked at)."""
+    code = (
+        "import json, sys, tempfile\n"
+        "from autograder import batch, class_report, course\n"
+        "loaded = {m.partition('.')[0] for m in sys.modules}\n"
+        "the_course = course.load_course()\n"
+        "payloads = {f's{k}': {'score': 7.0 * k, 'tests': [{'number': p.number, 'score': 0.0}\n"
+        "            for p in the_course.parts()], 'extra_data': {}} for k in range(5)}\n"
+        "folder = class_report.Folder(tempfile.mkdtemp())\n"
+        "class_report.write_class(folder, sorted(payloads), payloads, the_course)\n"
+        "new = {m.partition('.')[0] for m in sys.modules} - loaded - set(sys.stdlib_module_names)\n"
+        "print(json.dumps([sorted(new), sorted(os.listdir(folder.path))]))\n").replace("import json,", "import os, json,")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    new, written = json.loads(proc.stdout)
+    assert new == [] and "totals.svg" in written and "report.md" in written
+
+
+def test_the_histogram_shows_in_a_browser(graded_class, tmp_path):
+    """totals.svg opened in Chromium: no error, every bar and label inside the picture, no two labels on
+    top of each other, and the tallest bar drawn in the bars' colour."""
+    from tests.test_site import BROWSER_FLAGS, ON_CI, find_chromium
+    _, report, _, _ = graded_class
+    if find_chromium() is None or importlib.util.find_spec("playwright") is None:
+        (pytest.fail if ON_CI else pytest.skip)("no Chromium or playwright here: apt-get install chromium, "
+                                               "pip install -e '.[test,site]'")
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=find_chromium(), headless=True, args=BROWSER_FLAGS)
+        try:
+            page = browser.new_page(viewport={"width": 700, "height": 400})
+            errors = []
+            page.on("console", lambda m: m.type == "error" and errors.append(m.text))
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto("file://" + urllib.parse.quote(str(report / "totals.svg")), wait_until="load")
+            seen = page.evaluate("""() => {
+              const box = e => { const b = e.getBoundingClientRect(); return [b.left, b.top, b.right, b.bottom]; };
+              const svg = document.documentElement;
+              const bars = [...svg.querySelectorAll('rect')].filter(r => r.querySelector('title'));
+              return {svg: box(svg), bars: bars.map(box), labels: [...svg.querySelectorAll('text')].map(box),
+                      tallest: box(bars.reduce((a, b) => b.getBBox().height > a.getBBox().height ? b : a))};
+            }""")
+            picture = page.screenshot(path=str(tmp_path / "totals.png"))
+        finally:
+            browser.close()
+    assert not errors, errors
+    left, top, right, bottom = seen["svg"]
+    assert (right - left, bottom - top) == (600, 320)
+    inside = [b for b in seen["bars"] + seen["labels"] if left <= b[0] and b[2] <= right and top <= b[1] and
+              b[3] <= bottom]
+    assert len(inside) == len(seen["bars"]) + len(seen["labels"])
+    overlapping = [(a, b) for k, a in enumerate(seen["labels"]) for b in seen["labels"][k + 1:]
+                   if a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]]
+    assert not overlapping, overlapping
+    from PIL import Image
+    x0, y0, x1, y1 = seen["tallest"]
+    pixel = Image.open(io.BytesIO(picture)).convert("RGB").getpixel((int((x0 + x1) / 2), int((y0 + y1) / 2)))
+    assert pixel == (0x44, 0x77, 0xAA), pixel
+
+
+def _bars(svg):
+    """(height, count, tooltip) of every bar of a totals.svg, read as XML: a bar is a rect with a title."""
+    ns = "{http://www.w3.org/2000/svg}"
+    tree = ElementTree.parse(svg)
+    bars = [r for r in tree.getroot().iter(ns + "rect") if r.find(ns + "title") is not None]
+    return [(float(r.get("height")), int(re.search(r": (\d+) submissions?$", r.find(ns + "title").text).group(1)),
+             r.find(ns + "title").text) for r in bars]
 
 
 def test_a_second_run_resumes_and_regrade_grades_again(graded_class):
