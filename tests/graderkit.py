@@ -31,12 +31,22 @@ def make_submission(folder, edits=()):
     return str(folder)
 
 
-def make_grader_copy(folder):
-    """A copy of the grader (autograder/ with its data) to run from, so a test may damage it. Its bytecode comes
-    with it (compiled once by tests/conftest.py; each pyc holds its source's size and time, which the copy keeps,
-    so a module a test edits is compiled again): where nothing writes bytecode, every grader run from a copy
-    compiled the grader's thirty modules again, 0.2 s of CPU each."""
+# A course of sections 1 and 2 alone, its four parts worth 100 points, for a grader whose subject in a test is
+# not the whole course (isolation, batch, resuming): a batch grades each submission in a fifth of the time.
+TWO_SECTIONS = ('[assignment]\ntitle = "RNN and GRU"\nsections = ["1", "2"]\n\n[assignment.points]\n'
+                + "".join(f'"{n}" = 25\n' for n in ("1.1", "1.2", "2.1", "2.2")))
+
+
+def make_grader_copy(folder, course=None):
+    """A copy of the grader (autograder/ with its data) to run from, so a test may damage it; ``course``: the text
+    of its course.toml (default: none, every section). Its bytecode comes with it (compiled once by
+    tests/conftest.py; each pyc holds its source's size and time, which the copy keeps, so a module a test edits
+    is compiled again): where nothing writes bytecode, every grader run from a copy compiled the grader's thirty
+    modules again, 0.2 s of CPU each."""
     shutil.copytree(os.path.join(REPO, "autograder"), os.path.join(folder, "autograder"))
+    if course is not None:
+        with open(os.path.join(folder, "course.toml"), "w") as f:
+            f.write(course)
     return str(folder)
 
 

@@ -7,7 +7,8 @@ import tarfile
 import pytest
 
 from autograder import compare, grade, mistakes, places, spec
-from tests.graderkit import REPO, check_gradescope, load_results, make_submission, run_cli
+from tests.graderkit import (REPO, TWO_SECTIONS, check_gradescope, load_results, make_grader_copy,
+                             make_submission, run_cli)
 
 
 def test_points_sum_to_100_and_parts_are_numbered_like_the_handout():
@@ -261,7 +262,8 @@ def test_batch_writes_scores(tmp_path):
     make_submission(tmp_path / "subs" / "alice")
     m = mistakes.CATALOGUE[0]
     make_submission(tmp_path / "subs" / "bob", [(m.path, m.old, m.new)])
-    proc = run_cli(["batch", str(tmp_path / "subs"), "--jobs", "2", "--csv", str(tmp_path / "scores.csv")])
+    proc = run_cli(["batch", str(tmp_path / "subs"), "--jobs", "2", "--csv", str(tmp_path / "scores.csv")],
+                   cwd=make_grader_copy(tmp_path / "grader", TWO_SECTIONS))
     assert proc.returncode == 0, proc.stderr
     rows = (tmp_path / "scores.csv").read_text().splitlines()
     assert rows[0].startswith("submission,handed in as,1.1,1.2") and rows[0].endswith(",total,problem,reason")

@@ -61,8 +61,7 @@ EXPECTED = {
 @pytest.fixture(scope="module")
 def graded_class(tmp_path_factory):
     root = tmp_path_factory.mktemp("class")
-    grader = make_grader_copy(root / "grader")
-    (root / "grader" / "course.toml").write_text(COURSE)
+    grader = make_grader_copy(root / "grader", COURSE)
     subs = root / "subs"
     solution = make_submission(root / "solution")
     make_submission(subs / "alice")
@@ -280,8 +279,7 @@ def test_names_no_file_system_or_terminal_takes_as_they_are_get_their_rows_and_f
     with a terminal escape and a right-to-left override: every submission is graded, gets its row (the name
     as printable text) and its feedback (under the name's printable start and a digest of it), and the class's
     tables are written; a second run finds that feedback and grades nothing again."""
-    grader = make_grader_copy(tmp_path / "grader")
-    (tmp_path / "grader" / "course.toml").write_text(COURSE)
+    grader = make_grader_copy(tmp_path / "grader", COURSE)
     subs = tmp_path / "subs"
     solution = make_submission(tmp_path / "solution")
     make_submission(subs / "alice")

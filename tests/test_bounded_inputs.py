@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from autograder import archive, gradescope, tree
-from tests.graderkit import REPO, check_gradescope, load_results, make_submission
+from tests.graderkit import REPO, TWO_SECTIONS, check_gradescope, load_results, make_grader_copy, make_submission
 
 
 def _chain(top, depth, every=0):
@@ -158,15 +158,15 @@ class Finished:
             self.returncode, self.log, self.rss = proc.returncode, log.read(), usage.ru_maxrss / 1024
 
 
-def _gradescope(tmp_path, upload):
-    """Run Gradescope mode on ``upload(submission folder)``; returns (the finished process, its results, the
-    temporary folder's contents afterwards)."""
+def _gradescope(tmp_path, upload, grader=REPO):
+    """Run Gradescope mode (of the grader in ``grader``) on ``upload(submission folder)``; returns (the finished
+    process, its results, the temporary folder's contents afterwards)."""
     root = tmp_path / "autograder"
     (root / "submission").mkdir(parents=True)
     upload(root / "submission")
     temp = tmp_path / "temp"
     temp.mkdir()
-    proc = Finished([sys.executable, "-m", "autograder", "gradescope", "--root", str(root)], REPO,
+    proc = Finished([sys.executable, "-m", "autograder", "gradescope", "--root", str(root)], grader,
                     dict(os.environ, PYTHONPATH="", TMPDIR=str(temp)), tmp_path)
     return proc, load_results(root / "results" / "results.json"), os.listdir(temp)
 
@@ -196,7 +196,8 @@ def test_gradescope_grades_a_handin_whose_last_member_is_an_npz(tmp_path):
     members = [(os.path.relpath(os.path.join(folder, f), sub), open(os.path.join(folder, f), "rb").read())
                for folder, _, files in os.walk(os.path.join(sub, "mytorch")) for f in sorted(files)]
     handin = _handin(members + [("notebooks/saved.npz", npz.getvalue())])
-    proc, results, left = _gradescope(tmp_path, lambda s: (s / "handin.tar").write_bytes(handin))
+    proc, results, left = _gradescope(tmp_path, lambda s: (s / "handin.tar").write_bytes(handin),
+                                      make_grader_copy(tmp_path / "grader", TWO_SECTIONS))
     assert proc.returncode == 0, proc.log
     assert results["score"] == 100 and left == []
 

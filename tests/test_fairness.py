@@ -160,8 +160,7 @@ def test_a_submission_starved_by_another_is_graded_again_alone_and_the_starver_i
     """The whole batch runs on one CPU (its children inherit it), so the busy processes starve the honest
     parts that run beside them. Every starved part of alice is graded again alone and passes; mallory's parts
     ran out of time busy with their own processes, and are not graded again."""
-    grader = make_grader_copy(tmp_path / "grader")
-    (tmp_path / "grader" / "course.toml").write_text(COURSE)
+    grader = make_grader_copy(tmp_path / "grader", COURSE)
     subs = tmp_path / "subs"
     make_submission(subs / "mallory", [("nn/gru_cell.py", FORWARD, FORWARD + STARVER)])
     make_submission(subs / "alice", [("nn/gru_cell.py", FORWARD, FORWARD + HONEST)])

@@ -13,7 +13,7 @@ import zipfile
 import pytest
 
 from autograder import archive, interpreter, isolation, reaper
-from tests.graderkit import REPO, check_gradescope, load_results, make_grader_copy, make_submission
+from tests.graderkit import REPO, TWO_SECTIONS, check_gradescope, load_results, make_grader_copy, make_submission
 
 
 def _zip(path, members):
@@ -101,12 +101,13 @@ def test_an_autograder_shipped_in_a_submission_is_never_imported(tmp_path):
         for name in ("__init__.py", "__main__.py", "grade.py", "cli.py"):
             (where / "autograder" / name).write_text(f"open({str(mark)!r}, 'w').write('imported')\n")
     env = dict(os.environ, PYTHONPATH="")
-    batch = subprocess.run([sys.executable, "-m", "autograder", "batch", str(subs), "--jobs", "2"], cwd=REPO,
+    grader = make_grader_copy(tmp_path / "grader", TWO_SECTIONS)
+    batch = subprocess.run([sys.executable, "-m", "autograder", "batch", str(subs), "--jobs", "2"], cwd=grader,
                            env=env, capture_output=True, text=True, timeout=300)
     assert batch.returncode == 0, batch.stderr
     assert (subs / "grading" / "scores.csv").read_text().splitlines()[1].endswith(",100,,")
     scope = subprocess.run([sys.executable, "-m", "autograder", "gradescope", "--root", str(tmp_path / "autograder")],
-                           cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+                           cwd=grader, env=env, capture_output=True, text=True, timeout=300)
     assert scope.returncode == 0, scope.stderr
     assert load_results(tmp_path / "autograder" / "results" / "results.json")["score"] == 100
     assert not mark.exists()

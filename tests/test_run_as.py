@@ -21,7 +21,8 @@ import pytest
 import autograder
 from autograder import ipc, mistakes, reaper, spec
 from tests import securitykit as kit
-from tests.graderkit import REPO, at_top_of_forward, check_gradescope, make_grader_copy, make_submission
+from tests.graderkit import (REPO, TWO_SECTIONS, at_top_of_forward, check_gradescope, make_grader_copy,
+                             make_submission)
 
 SECRET_TEXT = "ROOT-ONLY-51d0e2"
 RUN_AS_ATTACKS = ["honest broken", "FIFO in place of every reachable file",
@@ -213,7 +214,7 @@ def test_batch_isolates_submissions_and_the_grader(sandbox_user):
     make_user, python, home = sandbox_user
     user = make_user()
     root = _world_readable_dir(os.path.join(home, "batch-"))
-    grader = make_grader_copy(os.path.join(root, "grader"))
+    grader = make_grader_copy(os.path.join(root, "grader"), TWO_SECTIONS)
     before = kit.tree_digest(grader)
     subs = os.path.join(root, "subs")
     make_submission(os.path.join(subs, "alice"))
@@ -303,7 +304,7 @@ def test_gradescope_as_root_runs_student_code_as_its_user_who_can_read_no_soluti
 def test_batch_without_a_sandbox_user_says_there_is_no_isolation(tmp_path):
     make_submission(tmp_path / "subs" / "alice")
     proc = subprocess.run([sys.executable, "-m", "autograder", "batch", str(tmp_path / "subs"), "--jobs", "2"],
-                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                          cwd=make_grader_copy(tmp_path / "grader", TWO_SECTIONS),
                           env=dict(os.environ, PYTHONPATH=""), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0 and "warning: no isolation" in proc.stderr
     assert "graded 1/1 submissions" in proc.stderr
@@ -396,7 +397,7 @@ def test_a_child_in_batch_cannot_reach_its_zygote_or_the_template(sandbox_user):
     assert "grading worker" not in proc.stderr
     with open(os.path.join(subs, "grading", "feedback", "alice.json")) as f:
         tests = check_gradescope(json.load(f))
-    assert tests["1.1"]["score"] == spec.PARTS_BY_NUMBER["1.1"].points
+    assert tests["1.1"]["score"] == tests["1.1"]["max_score"]
     said = tests["2.1"]["output"]
     seen = re.search(r"zygote reached: (\d+) processes, ", said)      # any other grader's on the machine too
     assert seen and int(seen.group(1)) >= 2 and "sockets: 0" in said, said
@@ -456,10 +457,13 @@ NEIGHBOUR = (
 
 
 def _batch(subs, run_as, python, temp, jobs=2, extra_env=None, extra=()):
+    """A batch as root, run by a copy of the grader beside ``subs`` whose course is sections 1 and 2 (the
+    solution, for a fresh seed, is the checkout's)."""
+    grader = make_grader_copy(_world_readable_dir(os.path.join(os.path.dirname(subs), "grader-")), TWO_SECTIONS)
     env = dict(os.environ, PYTHONPATH="", TMPDIR=temp, **(extra_env or {}))
     return subprocess.run([sys.executable, "-m", "autograder", "batch", subs, "--run-as", run_as, "--python", python,
-                           "--jobs", str(jobs), *extra], cwd=REPO, env=env, capture_output=True, text=True,
-                          timeout=900)
+                           "--jobs", str(jobs), "--solution", REPO, *extra], cwd=grader, env=env, capture_output=True,
+                          text=True, timeout=900)
 
 
 def _scores(subs):
@@ -748,8 +752,9 @@ def test_a_process_the_sandbox_user_left_running_is_gone_before_anything_runs_as
             assert said.readline() == "watching\n"
             command = (["--submission", os.path.join(subs, "alice"), "1.1", "2.1"] if mode == "grade"
                        else ["batch", subs])
+            grader = make_grader_copy(_world_readable_dir(os.path.join(home, "grader-")), TWO_SECTIONS)
             proc = subprocess.run([sys.executable, "-m", "autograder", *command, "--run-as", user.pw_name, "--python",
-                                   python], cwd=REPO, env=dict(os.environ, PYTHONPATH=""), capture_output=True,
+                                   python], cwd=grader, env=dict(os.environ, PYTHONPATH=""), capture_output=True,
                                   text=True, timeout=300)
             assert watcher.wait(timeout=10) == -9
             seen = said.read()
@@ -794,9 +799,10 @@ else:
 '''
 
 
-def _instructor_checkout(root):
-    """A grader that holds its solution, as an instructor's clone does (world-readable, with its history)."""
-    course = make_grader_copy(os.path.join(root, "course"))
+def _instructor_checkout(root, course_file=None):
+    """A grader that holds its solution, as an instructor's clone does (world-readable, with its history);
+    ``course_file``: the text of its course.toml (default: none, every section)."""
+    course = make_grader_copy(os.path.join(root, "course"), course_file)
     shutil.copytree(os.path.join(REPO, "mytorch"), os.path.join(course, "mytorch"),
                     ignore=shutil.ignore_patterns("__pycache__"))
     os.makedirs(os.path.join(course, ".git", "objects"))
@@ -884,7 +890,7 @@ def test_a_submission_in_batch_cannot_read_the_others_or_their_feedback(sandbox_
     make_user, python, home = sandbox_user
     user = make_user()
     root = _world_readable_dir(os.path.join(home, "class-"))
-    course = _instructor_checkout(root)
+    course = _instructor_checkout(root, TWO_SECTIONS)
     subs, report = os.path.join(root, "subs"), os.path.join(root, "report")
     make_submission(os.path.join(subs, "alice"))
     places = [subs, os.path.join(subs, "alice"), os.path.join(subs, "alice", "mytorch"), report,
