@@ -393,9 +393,11 @@ def _compiled_pyc(path, source):
 
 
 def _poll(proc):
-    """``proc.poll()``. A spawned child (a Popen) is reaped here by ``os.wait4``, which also gives the CPU time
-    of it and of every process it waited for, kept as ``proc.cpu_seconds`` (as a zygote's child has it): under
-    ``unshare --fork`` the worker is process 1 of its PID namespace, ended by the CPU limit's SIGKILL."""
+    """``proc.poll()``. A spawned child (a Popen) is reaped here by ``os.wait4`` alone, which also gives the CPU
+    time of it and of every process it waited for, kept as ``proc.cpu_seconds`` (as a zygote's child has it):
+    under ``unshare --fork`` the worker is process 1 of its PID namespace, ended by the CPU limit's SIGKILL.
+    Still running when asked, it is not asked again here: ``proc.poll()`` would reap a child that ended just
+    after, without its CPU time, and a CPU limit's end would read as the memory limit's."""
     if isinstance(proc, subprocess.Popen) and proc.returncode is None:
         try:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
@@ -404,6 +406,7 @@ def _poll(proc):
         if pid:
             proc.returncode = os.waitstatus_to_exitcode(status)
             proc.cpu_seconds = usage.ru_utime + usage.ru_stime
+        return proc.returncode
     return proc.poll()
 
 

@@ -103,6 +103,28 @@ def test_a_part_over_its_cpu_limit_is_told_so_even_as_process_1(tmp_path, monkey
     assert "out of memory" not in result.output and "did not finish" not in result.output, result.output
 
 
+def test_a_spawned_child_that_ends_just_after_it_is_polled_is_reaped_with_its_cpu_time(monkeypatch):
+    """A spawned child is reaped by ``os.wait4`` alone, which gives its CPU time (the CPU limit's SIGKILL is
+    told from the memory limit's by it). Here the child has ended, but the first ``wait4`` answers as if it had
+    not yet, as when it ends just after being asked on a busy machine: the poll says it runs, and the next one
+    reaps it with its CPU time (reaped by ``Popen.poll``, it lost its time: under a full test run, one busy loop
+    in 87 ended by the CPU limit was reported as "killed (out of memory?)")."""
+    proc = subprocess.Popen([sys.executable, "-c", "import sys; sys.exit(3)"])
+    while reaper._state(proc.pid) != "Z":                # ended, not reaped
+        time.sleep(0.01)
+    real, asked = os.wait4, []
+
+    def just_before_it_ended(pid, options):
+        if pid == proc.pid and not asked:
+            asked.append(pid)
+            return 0, 0, None
+        return real(pid, options)
+    monkeypatch.setattr(os, "wait4", just_before_it_ended)
+    assert sandbox._poll(proc) is None
+    assert sandbox._poll(proc) == 3 and proc.returncode == 3
+    assert isinstance(proc.cpu_seconds, float) and proc.cpu_seconds > 0
+
+
 def test_the_zygote_holds_no_data_no_shared_memory_and_no_extra_files():
     reaper.become_subreaper()
     worker = zygote.Zygote()
