@@ -29,6 +29,7 @@ import json
 import os
 import sys
 import tempfile
+import textwrap
 import threading
 import time
 
@@ -40,9 +41,13 @@ STATE = ".batch.json"            # in REPORT: the seed a --fresh-seed batch drew
 
 def no_isolation_warning():
     who = "root" if os.geteuid() == 0 else "you"
-    return (f"warning: no isolation: student code runs as {who}, so each submission can read and change the "
-            "others, this grader, its reference data and your files. To grade a class, run as root with "
-            "--run-as USER (an unprivileged user made for grading).")
+    return textwrap.fill(f"warning: no isolation: student code runs as {who}, so each submission can read and "
+                         "change the others, this grader, its reference data and your files. To grade a class, "
+                         "run as root with --run-as USER (an unprivileged user made for grading).", 80)
+
+
+def _count(n, noun):
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 class Progress:
@@ -220,7 +225,7 @@ def main(argv):
     names, ignored = submissions.find(folder, skip=[report_dir])
     if not names:
         parser.error(f"no submissions in {args.folder}: each must be a folder (or an archive) in it")
-    print(f"Found {len(names)} submissions in {folder}" + (
+    print(f"Found {_count(len(names), 'submission')} in {folder}" + (
         f" (not submissions, left alone: {len(ignored)} other files at its top, e.g. "
         f"{untrusted.text(ignored[0], 60)})" if ignored else ""))
     try:
@@ -291,9 +296,10 @@ def main(argv):
     for row in class_rows:
         why = f"  {row['problem']}: {untrusted.text(row['detail'], 60)}" if row["problem"] else ""
         print(f"{untrusted.text(row['name'], 30):<30} {row['total']:>7.2f}{why}")
-    print(f"{len(names)} submissions found, {len(class_rows)} rows written: {os.path.join(report_dir, 'scores.csv')}"
-          f"; feedback in {os.path.join(report_dir, class_report.FEEDBACK)}, the class in "
-          f"{os.path.join(report_dir, 'report.md')}")
+    print(f"{_count(len(names), 'submission')} found, {_count(len(class_rows), 'row')} written:\n"
+          f"  scores     {os.path.join(report_dir, 'scores.csv')}\n"
+          f"  feedback   {os.path.join(report_dir, class_report.FEEDBACK)}\n"
+          f"  the class  {os.path.join(report_dir, 'report.md')}")
     return 0 if len(class_rows) == len(names) else 1
 
 

@@ -98,7 +98,9 @@ def test_every_submission_gets_one_row_with_its_total_and_reason(graded_class):
     root, report, proc, _ = graded_class
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert f"Found {len(EXPECTED)} submissions" in proc.stdout
-    assert f"{len(EXPECTED)} submissions found, {len(EXPECTED)} rows written" in proc.stdout
+    assert (f"{len(EXPECTED)} submissions found, {len(EXPECTED)} rows written:\n  scores     {report / 'scores.csv'}\n"
+            f"  feedback   {report / 'feedback'}\n  the class  {report / 'report.md'}\n") in proc.stdout
+    assert "warning: no isolation" in proc.stderr and all(len(line) <= 80 for line in proc.stderr.splitlines())
     rows = _rows(report / "scores.csv")
     parts = ["1.1", "1.2", "2.1", "2.2"]
     assert rows[0] == ["submission", "handed in as"] + parts + ["total", "problem", "reason"]

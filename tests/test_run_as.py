@@ -308,6 +308,7 @@ def test_batch_without_a_sandbox_user_says_there_is_no_isolation(tmp_path):
                           env=dict(os.environ, PYTHONPATH=""), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0 and "warning: no isolation" in proc.stderr
     assert "graded 1/1 submissions" in proc.stderr
+    assert "Found 1 submission in" in proc.stdout and "1 submission found, 1 row written:" in proc.stdout
 
 
 def test_a_python_the_sandbox_user_cannot_use_is_a_usage_error(sandbox_user):
