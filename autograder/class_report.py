@@ -304,13 +304,13 @@ def _md_cell(text):
     return re.sub(r"([!-/:-@\[-`{-~])", r"\\\1", " ".join(untrusted.text(str(text), 1000).splitlines()))
 
 
-def report_md(class_rows, parts, course, pictured):
+def report_md(class_rows, parts, course):
     n = len(class_rows)
     totals = [r["total"] for r in class_rows]
     lines = [f"# {course.title}: class report", "",
              f"{n} submissions, total out of {course.total:g}: mean {statistics.fmean(totals):.2f}, median "
              f"{statistics.median(totals):.2f}." if n else "No submissions.", ""]
-    if pictured:
+    if n:                                              # write_class draws totals.svg unless the class is empty
         lines += ["![totals](totals.svg)", ""]
     lines += ["## Parts", "", "| part | points | mean | median | full marks |", "|---|---|---|---|---|"]
     for part, mean, median, full in part_statistics(class_rows, parts):
@@ -338,5 +338,5 @@ def write_class(folder, names, payloads, course):
     folder.write("gradebook.csv", gradebook_csv(class_rows, course))
     if class_rows:
         folder.write("totals.svg", histogram_svg([r["total"] for r in class_rows], course.total))
-    folder.write("report.md", report_md(class_rows, parts, course, bool(class_rows)))
+    folder.write("report.md", report_md(class_rows, parts, course))
     return class_rows

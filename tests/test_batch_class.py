@@ -20,6 +20,7 @@ import pytest
 
 from autograder import class_report, mistakes, spec
 from tests.graderkit import REPO, check_gradescope, make_grader_copy, make_submission, run_cli
+from tests.test_site import BROWSER_FLAGS, ON_CI, find_chromium
 
 COURSE = '[assignment]\ntitle = "RNN and GRU"\nsections = ["1", "2"]\n'
 TOTAL = sum(p.points for p in spec.PARTS if p.number[0] in "12")                          # 21
@@ -190,7 +191,7 @@ def test_writing_the_class_report_loads_no_library_as_root():
     Python cover what it loaded by then (and its standard library), so the report must load nothing else
     (a plotting library would bring hundreds of files no check looked at)."""
     code = (
-        "import json, sys, tempfile\n"
+        "import json, os, sys, tempfile\n"
         "from autograder import batch, class_report, course\n"
         "loaded = {m.partition('.')[0] for m in sys.modules}\n"
         "the_course = course.load_course()\n"
@@ -199,7 +200,7 @@ def test_writing_the_class_report_loads_no_library_as_root():
         "folder = class_report.Folder(tempfile.mkdtemp())\n"
         "class_report.write_class(folder, sorted(payloads), payloads, the_course)\n"
         "new = {m.partition('.')[0] for m in sys.modules} - loaded - set(sys.stdlib_module_names)\n"
-        "print(json.dumps([sorted(new), sorted(os.listdir(folder.path))]))\n").replace("import json,", "import os, json,")
+        "print(json.dumps([sorted(new), sorted(os.listdir(folder.path))]))\n")
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     new, written = json.loads(proc.stdout)
@@ -209,7 +210,6 @@ def test_writing_the_class_report_loads_no_library_as_root():
 def test_the_histogram_shows_in_a_browser(graded_class, tmp_path):
     """totals.svg opened in Chromium: no error, every bar and label inside the picture, no two labels on
     top of each other, and the tallest bar drawn in the bars' colour."""
-    from tests.test_site import BROWSER_FLAGS, ON_CI, find_chromium
     _, report, _, _ = graded_class
     if find_chromium() is None or importlib.util.find_spec("playwright") is None:
         (pytest.fail if ON_CI else pytest.skip)("no Chromium or playwright here: apt-get install chromium, "
