@@ -28,6 +28,10 @@ RNN_FORWARD_USERS = sum(spec.PARTS_BY_NUMBER[n].points for n in ("1.1", "1.2")) 
 Z_SWAPPED = next(m for m in mistakes.HINTED if m.id == "gru-z-swapped")
 TIMEOUT = "3"              # seconds a part may take: judy's two RNN parts wait it out in each run
 
+# The class waits out judy's timeouts in each of its runs, its CPU half idle: its tests run in the worker of
+# the other tests that wait (tests/conftest.py), not beside them, where both would leave a core idle.
+pytestmark = pytest.mark.waits
+
 
 def _pack(kind, source, path, prefix=""):
     """The mytorch under ``source`` as a tar, tar.gz or zip at ``path`` (members under ``prefix``)."""
