@@ -150,11 +150,12 @@ def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist (``--dist loadgroup``), the tests of a module that share one of SHARED_FIXTURES run in
     one worker, so it is built once, and so do all that use ``notebook_cache`` (the notebooks executed, then
     the site that shows them: collection order runs them in that order); every other test goes to whichever
-    worker is free. The longest units of work are handed out first (the notebooks and the site, the mutation
-    test and the tests that mostly wait, then the other groups), so that the many short tests fill in around
-    them instead of one long unit running alone at the end: a test that waits 10 s for a timeout, handed out
-    last, left both cores idle for those 10 s. The tests that wait run in one worker, one after another, while
-    the two others keep both cores busy."""
+    worker is free. The long units of work are handed out first, so that the many short tests fill in around
+    them instead of one long unit running alone at the end (a test that waits 10 s for a timeout, handed out
+    last, left both cores idle for those 10 s): pytest-xdist hands out the groups first, those of the most
+    tests first (its --loadscope-reorder), then the tests of no group in the order sorted here, the mutation
+    test first. The tests that wait (and the class batch, which waits out timeouts) run in one worker, one
+    after another, while the two others keep both cores busy."""
     rank = {}                                                     # nodeid -> 0, 1, 2: before every other test
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
