@@ -27,6 +27,7 @@ import argparse
 import concurrent.futures
 import json
 import os
+import stat
 import sys
 import tempfile
 import textwrap
@@ -158,7 +159,7 @@ def grade_one(located, copy, parts, users, **options):
     is left), so the user's next submission cannot read it."""
     try:
         if isinstance(copy, Exception):
-            located.reason = f"the submission could not be copied ({untrusted.text(str(copy), 300)})"
+            located.reason = f"the submission could not be copied ({untrusted.line(str(copy), 300)})"
         if copy is None or located.reason:
             reason = located.reason or "no mytorch package"
             return _zero(parts, f"Not graded: {reason}."), reason
@@ -177,7 +178,7 @@ def _grade_copy(copy, parts, users, options):
             return grade.grade(os.path.dirname(copy), parts, user=user, **options), ""
     except Exception as error:
         reason = (f"the grader failed on this submission ({type(error).__name__}: "
-                  f"{untrusted.text(str(error), 300)}); please report it")
+                  f"{untrusted.line(str(error), 300)}); please report it")
         return _zero(parts, reason), reason
 
 
@@ -195,9 +196,38 @@ def record(feedback, the_course, located, results, reason, seconds, key, fresh_s
     try:
         class_report.write_feedback(feedback, located.name, text, payload)
     except OSError as error:             # (the disk full, say): its row in the class's tables still comes
-        print(f"error: the feedback of {untrusted.text(located.name, 60)} could not be written: "
+        print(f"error: the feedback of {untrusted.line(located.name, 60)} could not be written: "
               f"{untrusted.text(error.strerror or str(error), 200)}", file=sys.stderr, flush=True)
     return payload
+
+
+def _short(name, width):
+    """A submission's name on one line of at most ``width`` characters (cut with '…'), for a column."""
+    shown = untrusted.line(name, 1000)
+    return shown if len(shown) <= width else shown[:width - 1] + "…"
+
+
+REPORT_FILES = {"scores.csv", "gradebook.csv", "report.md", "totals.svg", STATE}
+
+
+def not_a_report(path):
+    """What at ``path`` (in the class folder, among the submissions) a report folder of this grader would not
+    hold, said in a few words; '' if it is one, or nothing is there yet."""
+    try:
+        mode = os.lstat(path).st_mode
+        if not stat.S_ISDIR(mode):
+            return "it is a link" if stat.S_ISLNK(mode) else "it is a file"
+        for name in sorted(os.listdir(path)):
+            mode = os.lstat(os.path.join(path, name)).st_mode
+            ours = (name == class_report.FEEDBACK and stat.S_ISDIR(mode)) or (
+                (name in REPORT_FILES or name.startswith(".tmp-")) and stat.S_ISREG(mode))
+            if not ours:
+                return f"it holds {untrusted.line(name, 60)}"
+    except FileNotFoundError:
+        return ""
+    except OSError as error:
+        return f"it cannot be read: {error.strerror or error}"
+    return ""
 
 
 def main(argv):
@@ -219,15 +249,16 @@ def main(argv):
     the_course = cli.load_course(parser)
     parts = the_course.parts()
     report_dir = os.path.abspath(args.out or os.path.join(folder, "grading"))
-    if os.path.isdir(os.path.join(report_dir, "mytorch")):      # a submission's name: it would go ungraded
-        parser.error(f"{report_dir} holds a mytorch folder, as a submission does: name the report folder with "
-                     "--out (a folder outside the submissions)")
+    stranger = not_a_report(report_dir) if os.path.dirname(report_dir) == folder else ""
+    if stranger:                                      # a submission's name: it would go ungraded
+        parser.error(f"{report_dir} is not a report folder of this grader ({stranger}), as a submission named "
+                     "like it would be: name the report folder with --out (a folder outside the submissions)")
     names, ignored = submissions.find(folder, skip=[report_dir])
     if not names:
         parser.error(f"no submissions in {args.folder}: each must be a folder (or an archive) in it")
     print(f"Found {_count(len(names), 'submission')} in {folder}" + (
         f" (not submissions, left alone: {len(ignored)} other files at its top, e.g. "
-        f"{untrusted.text(ignored[0], 60)})" if ignored else ""))
+        f"{untrusted.line(ignored[0], 60)})" if ignored else ""))
     try:
         folder_out = class_report.Folder(report_dir)
         feedback = folder_out.sub(class_report.FEEDBACK)
@@ -272,7 +303,7 @@ def main(argv):
             results, reason = grade_one(located, copy, parts, users, **options)
             for result in results:
                 if result.alone:
-                    print(f"note: {untrusted.text(name, 30)}: part {result.part.number} {result.why_alone}; "
+                    print(f"note: {_short(name, 30)}: part {result.part.number} {result.why_alone}; "
                           "graded again alone", file=sys.stderr, flush=True)
             with lock:
                 payloads[name] = record(feedback, the_course, located, results, reason, time.monotonic() - start,
@@ -294,8 +325,9 @@ def main(argv):
         with open(args.csv, "wb") as f:
             f.write(folder_out.read("scores.csv"))
     for row in class_rows:
-        why = f"  {row['problem']}: {untrusted.text(row['detail'], 60)}" if row["problem"] else ""
-        print(f"{untrusted.text(row['name'], 30):<30} {row['total']:>7.2f}{why}")
+        room = 80 - 30 - 1 - 7 - 2 - len(row["problem"]) - 2          # the row fits 80 columns
+        why = f"  {row['problem']}: {_short(row['detail'], room)}" if row["problem"] else ""
+        print(f"{_short(row['name'], 30):<30} {row['total']:>7.2f}{why}")
     print(f"{_count(len(names), 'submission')} found, {_count(len(class_rows), 'row')} written:\n"
           f"  scores     {os.path.join(report_dir, 'scores.csv')}\n"
           f"  feedback   {os.path.join(report_dir, class_report.FEEDBACK)}\n"

@@ -69,7 +69,7 @@ def feedback_text(results, fresh_seed=None, reason=""):
     console = report.Console(io.StringIO(), environ={"NO_COLOR": "1"})
     console.encoding = "utf-8"
     if reason:
-        console.print(f"Not graded: {reason}.")
+        console.print(f"Not graded: {untrusted.line(reason, 1000)}.")
     if fresh_seed is not None:
         console.print(f"Graded on fresh cases from seed {fresh_seed}.")
     console.print(report.table(results, None, False, width=78, messages=not reason))
@@ -133,12 +133,17 @@ HASHED = re.compile(r"~[0-9a-f]{16}$")
 
 def feedback_file(name):
     """The file name (before .txt and .json) of submission ``name``'s feedback: the name itself if it is printable
-    UTF-8 short enough for any file system, else its printable start and a digest of the whole (a name of 300
-    bytes, or not UTF-8, is an archive's a student chose); no name is taken as it is if it looks like a digest's."""
+    UTF-8 on one line, short enough for any file system, else its printable start (at most 120 bytes) and a
+    digest of the whole (a name of 300 bytes, or not UTF-8, is an archive's a student chose). No name is taken
+    as it is if it looks like a digest's, or if it starts with '-', which a command given the files in the
+    folder (grep -l … *) would read as an option; such a name's start is '_'."""
     raw = name.encode("utf-8", "surrogateescape")
-    if len(raw) <= 200 and untrusted.text(name, 200) == name and not HASHED.search(name):
+    if len(raw) <= 200 and untrusted.line(name, 200) == name and not HASHED.search(name) and not name.startswith("-"):
         return name
-    return f"{untrusted.text(name[:60], 60)}~{hashlib.sha256(raw).hexdigest()[:16]}"
+    start = untrusted.line(name[:60], 60)
+    while len(start.encode("utf-8", "replace")) > 120:         # 60 characters of four bytes each are too long
+        start = start[:-1]
+    return f"{'_' if start.startswith('-') else ''}{start}~{hashlib.sha256(raw).hexdigest()[:16]}"
 
 
 def write_feedback(folder, name, text, payload):
@@ -181,14 +186,17 @@ def _csv(table):
 
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+# a spreadsheet told that ';' separates cells (Excel's default in many locales) starts a cell after each one
+FORMULA_AFTER_SEMICOLON = re.compile(r"(;\s*)(?=[=+\-@])")
 
 
 def _cell(value):
-    """``value`` as a spreadsheet shows it as text: printable UTF-8 (a name's control characters, bidirectional
-    overrides and bytes that are not UTF-8 become '?'), and a cell that would start a formula (a name the student
-    chose, an archive's, may) gets a leading apostrophe, as OWASP advises against CSV injection; numbers stay
-    numbers."""
-    text = untrusted.text(str(value), 1000)
+    """``value`` as a spreadsheet shows it as text: printable UTF-8 on one line (a name's newlines, tabs, control
+    characters, bidirectional overrides and bytes that are not UTF-8 become '?'), and a cell that would start a
+    formula (a name the student chose, an archive's, an error's text may) gets a leading apostrophe, as OWASP
+    advises against CSV injection, and so does what follows a ';' (a cell of its own when the file is opened
+    with ';' as the separator); numbers stay numbers."""
+    text = FORMULA_AFTER_SEMICOLON.sub(r"\1'", untrusted.line(str(value), 1000))
     if text.startswith(FORMULA_START):
         try:
             float(text)

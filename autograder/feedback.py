@@ -14,7 +14,7 @@ and the student's line it was raised at.
 """
 import re
 
-from autograder import compare, places
+from autograder import compare, places, untrusted
 from autograder.driver import PROVIDED_FILES, PROVIDED_FUNCTIONS     # plain tables; imported now, never after
                                                                     # student code has run (it may edit the file)
 
@@ -26,6 +26,11 @@ MAX_DIAGNOSIS = 8                # lines of the diagnosis of a part's first fail
 
 def _text(value, limit=MAX_TEXT):
     return value[:limit] if isinstance(value, str) else ""
+
+
+def _place(value):
+    """Where a case stopped, on one line (a file's name is the student's to choose)."""
+    return untrusted.line(_text(value, 600), 600)
 
 
 def _texts(value):
@@ -92,10 +97,18 @@ class CaseVerdict:
         self.wrong = list(wrong)         # (label, got, expected) of the arrays whose values differ
 
 
+def _indented(text):
+    """An error's text as lines, every line after the first indented: a message is the student's own (raise
+    ValueError("...\\n...")), and none of its lines may stand where the grader's do."""
+    first, *rest = text.splitlines() or [""]
+    return [first] + ["    " + line for line in rest]
+
+
 def _error_case(header, report, sequence):
-    error, where = _text(report.get("error")) or "failed", _text(report.get("where"), 600)
+    error, where = _text(report.get("error")) or "failed", _place(report.get("where"))
     error = re.sub(r", with gufunc signature \S+", "", error)          # numpy's detail, not the student's
-    lines = [f"{header}: {error}"] + ([f"  at {where}"] if where else [])
+    first, *rest = _indented(error)
+    lines = [f"{header}: {first}"] + rest + ([f"  at {where}"] if where else [])
     first_line = error.splitlines()[0] if error else "failed"
     first_line = first_line if len(first_line) <= 160 else first_line[:159] + "…"
     place = f" (at {where.split(': ', 1)[0]})" if where else ""
@@ -260,17 +273,17 @@ def judge_part(part, part_data, outcome, verbose=False, diagnose=None):
     reports = [r if isinstance(r, dict) else {} for r in outcome.reports]
     statuses = {r.get("status") for r in reports}
     if statuses == {"not_implemented"}:
-        where = _text(reports[0].get("where"), 600).split(": ", 1)[0]
+        where = _place(reports[0].get("where")).split(": ", 1)[0]
         return 0.0, "not implemented", "not implemented yet" + (f" (the first TODO it reached: {where})"
                                                                  if where else ""), []
     if statuses == {"import_error"}:
         r = reports[0]
-        where = _text(r.get("where"), 600)
-        return 0.0, "error", _text(r.get("error")) + (f"\n  at {where}" if where else ""), []
+        where = _place(r.get("where"))
+        return 0.0, "error", "\n".join(_indented(_text(r.get("error")))) + (f"\n  at {where}" if where else ""), []
     errors = {(r.get("status"), r.get("error"), r.get("where")) for r in reports}
     if len(errors) == 1 and next(iter(errors))[0] == "error":          # one error, raised by every case
         v = _error_case("", reports[0], part.kind == "sequence")
-        v.lines[0] = f"all {cases} cases: {_text(reports[0].get('error')) or 'failed'}"
+        v.lines[0] = "all {} cases{}".format(cases, v.lines[0])          # ": the error's first line"
         lines, hints = _message([v], verbose)
         return 0.0, "failed", "\n".join([f"0 of {cases} cases passed"] + lines), hints
     verdicts = []

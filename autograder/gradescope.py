@@ -22,7 +22,7 @@ import sys
 import tempfile
 import traceback
 
-from autograder import archive, cli, course, data, isolation, report, spec, tree
+from autograder import archive, cli, course, data, isolation, report, spec, tree, untrusted
 from autograder.grade import PartResult
 
 STUDENT = "student"              # the user setup.sh makes, unless MYTORCH_GRADESCOPE_USER names another
@@ -53,9 +53,9 @@ def find_package(submission, staging):
                 try:
                     archive.unpack(path, os.path.join(staging, str(unpacked)))
                 except archive.UnpackError as error:
-                    raise archive.UnpackError(f"{name}: {error}") from None
+                    raise archive.UnpackError(f"{untrusted.line(name, 100)}: {error}") from None
                 except Exception as error:                # a damaged archive
-                    raise archive.UnpackError(f"{name} is damaged ({type(error).__name__})") from None
+                    raise archive.UnpackError(f"{untrusted.line(name, 100)} is damaged ({type(error).__name__})") from None
     for source in (staging, submission):
         for folder, _, files in _walk(source):
             if os.path.basename(folder) == "mytorch" and "__init__.py" in files and not os.path.islink(folder):
@@ -133,7 +133,7 @@ def _run(args, root, results, submission, the_course):
             if found is not None:
                 isolation.private_copy(found, os.path.join(work, "mytorch"))
         except (archive.UnpackError, isolation.CopyError, OSError) as error:
-            found, problem = None, f"the submission could not be unpacked ({error})"
+            found, problem = None, f"the submission could not be unpacked ({untrusted.line(str(error), 600)})"
         if found is None:
             _zero(results, problem, the_course)
             print(problem)

@@ -85,9 +85,9 @@ def _one_level_down(folder):
             continue
         package, reason = _package_in(path)
         if package:
-            found.append((package, f"{name}/mytorch/"))
+            found.append((package, f"{untrusted.line(name, 60)}/mytorch/"))
         elif reason:
-            reasons.append(f"{name}/{reason}")
+            reasons.append(f"{untrusted.line(name, 60)}/{reason}")
     if len(found) > 1:
         return None, "", "several folders hold a mytorch package: " + ", ".join(form for _, form in found[:LISTED])
     if found:
@@ -97,7 +97,7 @@ def _one_level_down(folder):
 
 def _from_archive(path, staging):
     """(package, reason) of the archive at ``path``, unpacked into the empty folder ``staging``."""
-    name = untrusted.text(os.path.basename(path), 100)
+    name = untrusted.line(os.path.basename(path), 100)
     try:
         archive.unpack(path, staging)
     except archive.UnpackError as error:
@@ -114,7 +114,7 @@ def _from_archive(path, staging):
 
 def _holds(folder):
     names = sorted(os.listdir(folder))
-    shown = ", ".join(untrusted.text(n, 60) for n in names[:LISTED]) + (", …" if len(names) > LISTED else "")
+    shown = ", ".join(untrusted.line(n, 60) for n in names[:LISTED]) + (", …" if len(names) > LISTED else "")
     return names, shown
 
 
@@ -126,7 +126,7 @@ def locate(folder, name, staging):
     try:
         if stat.S_ISREG(mode):                            # an archive at the class folder's top
             package, reason = _from_archive(path, staging)
-            return Located(name, package, untrusted.text(name, 100), reason)
+            return Located(name, package, untrusted.line(name, 100), reason)
         if stat.S_ISLNK(mode):
             return Located(name, reason="a link, not a folder (copy the submission in)")
         package, reason = _package_in(path)
@@ -141,9 +141,9 @@ def locate(folder, name, staging):
         archives = [n for n in names if is_archive(n) and stat.S_ISREG(_kind(os.path.join(path, n)))]
         if len(archives) == 1:
             package, why = _from_archive(os.path.join(path, archives[0]), staging)
-            return Located(name, package, untrusted.text(archives[0], 100), why)
+            return Located(name, package, untrusted.line(archives[0], 100), why)
         if len(archives) > 1:
-            return Located(name, reason="several archives (" + ", ".join(untrusted.text(a, 60) for a in
+            return Located(name, reason="several archives (" + ", ".join(untrusted.line(a, 60) for a in
                                                                         archives[:LISTED]) + "): hand in one")
         if reason:
             return Located(name, reason=reason)

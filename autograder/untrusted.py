@@ -3,7 +3,7 @@
 Every string a child produces (an error, a location, a type name, its printed output) reaches the terminal and
 the results file only through ``text``: cut to a few KB, lone surrogates and undecodable bytes replaced, and
 control and formatting characters (terminal escapes, right-to-left overrides) replaced by '?', keeping
-newlines and tabs. ``reports`` applies it to the per-case reports, whatever fields the driver adds.
+newlines and tabs (``line``: those too, for a name or a one-line message). ``reports`` applies it to the per-case reports, whatever fields the driver adds.
 None of these functions raises on any input.
 """
 TEXT_LIMIT = 2000                # one error, location or name
@@ -28,6 +28,14 @@ def text(value, limit=TEXT_LIMIT):
     if not value.translate(_ALLOWED_AS_SPACES).isprintable():                # the common case: all printable
         value = "".join(c if c.isprintable() or c in ALLOWED else "?" for c in value)
     return value + (f" … ({cut} more characters)" if cut > 0 else "")
+
+
+def line(value, limit=TEXT_LIMIT):
+    """``value`` as ``text`` gives it, on one line: newlines and tabs become '?' too. For what is shown in a
+    row or a one-line message (a submission's name, an archive's, a reason), where a newline from a student
+    would start a line that looks like the grader's."""
+    value = text(value, limit)
+    return value.replace("\n", "?").replace("\t", "?") if "\n" in value or "\t" in value else value
 
 
 def output_tail(data):

@@ -97,7 +97,7 @@ def notebook_cache(tmp_path_factory):
 
 # fixtures worth building once: a campaign of attacks run at once, a built handout, the course site (and the
 # pages a browser read from it), a class graded in batch
-SHARED_FIXTURES = {"campaign", "built", "site", "crawl", "graded_class"}
+SHARED_FIXTURES = {"campaign", "built", "site", "crawl", "graded_class", "hostile_class"}
 
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
