@@ -25,10 +25,21 @@ FULL_DISK = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
 def default_submission():
-    """The folder whose ``mytorch`` is graded: the current folder if it has one, else this checkout."""
-    if os.path.isfile(os.path.join(os.getcwd(), "mytorch", "__init__.py")):
-        return os.getcwd()
-    return os.path.dirname(HERE)
+    """The folder whose ``mytorch`` is graded: the nearest of the current folder and those above it that holds
+    one (a student in mytorch/nn/ grades their own work, not another copy), else this checkout."""
+    folder = os.getcwd()
+    while not os.path.isfile(os.path.join(folder, "mytorch", "__init__.py")):
+        if os.path.dirname(folder) == folder:
+            return os.path.dirname(HERE)
+        folder = os.path.dirname(folder)
+    return folder
+
+
+def graded_elsewhere(root):
+    """What to tell a student whose current folder is not the one graded (None when it is)."""
+    if os.path.abspath(root) == os.getcwd():
+        return None
+    return f"Grading the mytorch in {root} (the nearest folder holding one; --submission DIR names another)."
 
 
 def add_common(parser):
@@ -350,6 +361,8 @@ def main_grade(argv, worker=None):
         write_results(results_path, results_file(
             _placeholder(parts, "the grader stopped before grading this part"), 0.0), user)
     try:
+        if args.submission is None and graded_elsewhere(root):
+            console.print(graded_elsewhere(root))
         if not os.path.isfile(os.path.join(root, "mytorch", "__init__.py")):
             console.print(f"No mytorch package in {root}: run from the folder that holds mytorch/, or give "
                           "--submission DIR.")

@@ -12,7 +12,7 @@ import sys
 import tarfile
 
 from autograder import grade, report, tree
-from autograder.cli import default_submission
+from autograder.cli import default_submission, graded_elsewhere
 
 
 def files_to_hand_in(root):
@@ -30,10 +30,12 @@ def files_to_hand_in(root):
 def main(argv):
     parser = argparse.ArgumentParser(prog="python -m autograder handin", description=__doc__.split("\n\n")[0])
     parser.add_argument("--submission", default=None, metavar="DIR")
-    parser.add_argument("--out", default="handin.tar", metavar="PATH")
+    parser.add_argument("--out", default=None, metavar="PATH", help="where to write it (default: handin.tar beside "
+                        "the mytorch folder packed)")
     parser.add_argument("--no-grade", action="store_true", help="pack without grading locally first")
     args = parser.parse_args(argv)
     root = os.path.abspath(args.submission or default_submission())
+    args.out = args.out or os.path.join(root, "handin.tar")
     try:
         files = files_to_hand_in(root)
     except (OSError, tree.TreeError) as error:
@@ -41,6 +43,8 @@ def main(argv):
     if not any(f.startswith("mytorch" + os.sep) for f in files):
         parser.error(f"no mytorch package in {root}")
     console = report.Console()
+    if args.submission is None and graded_elsewhere(root):
+        console.print(graded_elsewhere(root).replace("Grading", "Packing"))
     if not args.no_grade:
         console.print(local_score(root))
     with tarfile.open(args.out, "w") as tar:

@@ -283,6 +283,25 @@ def test_handin_packs_the_student_files(tmp_path):
     assert not any("__pycache__" in n or "secret" in n for n in names)
 
 
+def test_a_student_inside_their_mytorch_grades_and_packs_their_own(tmp_path):
+    """From mytorch/nn/ (where a student edits), the grader grades the mytorch of the nearest folder above that
+    holds one, says which, and handin writes handin.tar beside it; from a folder with none above it, it grades
+    this checkout and says so."""
+    mistake = next(m for m in mistakes.CATALOGUE if m.id == "rnn-sigmoid-for-tanh")
+    sub = make_submission(tmp_path / "me", [(mistake.path, mistake.old, mistake.new)])
+    inside = os.path.join(sub, "mytorch", "nn")
+    proc = run_cli(["1.1"], cwd=inside)
+    assert f"Grading the mytorch in {sub} " in " ".join(proc.stdout.split()) and "4.00/4" not in proc.stdout, proc.stdout
+    packed = run_cli(["handin", "--no-grade"], cwd=inside)
+    assert packed.returncode == 0 and f"Packing the mytorch in {sub} " in " ".join(packed.stdout.split()), packed
+    assert "mytorch/nn/rnn_cell.py" in tarfile.open(os.path.join(sub, "handin.tar")).getnames()
+    assert not os.path.exists(os.path.join(inside, "handin.tar"))
+    (tmp_path / "elsewhere").mkdir()
+    proc = run_cli(["1.1"], cwd=tmp_path / "elsewhere")
+    assert f"Grading the mytorch in {REPO} " in " ".join(proc.stdout.split()) and "4.00/4" in proc.stdout, proc.stdout
+    assert "Grading the mytorch" not in run_cli(["1.1"], cwd=sub).stdout      # its own folder: nothing to say
+
+
 def test_sequence_parts_grade_the_per_step_loop_not_a_fast_path(tmp_path):
     """A cell's fast path is never what part 6 grades: the driver turns it off (here it would raise)."""
     fast = ("\nfor _alias in COURSE_ORDER:",                  # replaces the cell's own fast path, if it has one
