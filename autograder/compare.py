@@ -20,7 +20,6 @@ backward calls (``steps``) is shown per call.
 import dataclasses
 import itertools
 import re
-import warnings
 
 import numpy as np
 
@@ -132,18 +131,23 @@ def compare(name, actual, expected, type_text, variants=(), batch=None, steps=No
         return Verdict(False, f"{shown}: shape {got}, expected {per_step}", tuple(hints))
     if close(actual, expected):
         return Verdict(True)
-    diff = np.abs(actual.astype(np.float64) - expected)
+    with np.errstate(invalid="ignore", over="ignore"):
+        diff = np.abs(actual.astype(np.float64) - expected)
     bad = ~np.isclose(actual, expected, rtol=RTOL, atol=ATOL)
     first = tuple(int(i) for i in np.argwhere(bad)[0])
-    with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)              # all NaN: the maxima are NaN, said below
-        rel = np.nanmax(np.where(bad, diff / np.maximum(np.abs(expected), 1e-12), 0.0))
-        largest = np.nanmax(diff)
+    nan = bad & np.isnan(diff)                      # a NaN where a number was expected (or the other way)
+    measured = bad & ~nan
+    counted = f"values differ in {int(bad.sum())} of {bad.size} entries"
+    if nan.any():
+        counted += f" ({'all' if not measured.any() else int(nan.sum())} of them NaN)"
+    if measured.any():                              # the errors of the entries that are numbers
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rel = np.max(diff[measured] / np.maximum(np.abs(expected[measured]), 1e-12))
+        counted += f"; max abs error {np.max(diff[measured]):.3g}, max rel error {rel:.3g}"
     where = f"index {first}"
     if steps:
         where = f"index {first[1:]}" if steps == 1 else f"index {first[1:]} of step {first[0] + 1}'s backward"
-    lines = [f"{shown}: values differ in {int(bad.sum())} of {bad.size} entries; "
-             f"max abs error {largest:.3g}, max rel error {rel:.3g}",
+    lines = [f"{shown}: {counted}",
              f"  first at {where}: got {actual[first]:.6g}, expected {expected[first]:.6g}"]
     if np.isnan(actual).any():
         lines.append(f"  {shown} contains NaN: look for 0/0, log of a negative number, or overflow in exp")

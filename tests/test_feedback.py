@@ -160,6 +160,25 @@ def test_shapes_and_indices_are_the_students_not_the_step_axis():
     assert any(mistakes.SQUEEZED in text for _, text in scalar.hints)
 
 
+def test_a_nan_is_counted_as_one_and_the_errors_are_those_of_the_numbers():
+    """NaN has no size: a mismatch line counts the NaN among the entries that differ, and its largest errors
+    are those of the entries that are numbers (an error of 0 beside 11 wrong entries told a student nothing)."""
+    expected = np.arange(1.0, 17.0).reshape(4, 4)
+    wrong = expected.copy()
+    wrong[0, :3], wrong[1, 1] = np.nan, expected[1, 1] + 0.5
+    message = compare.compare("n", wrong, expected, "x").message
+    assert message.startswith("n: values differ in 4 of 16 entries (3 of them NaN); max abs error 0.5, max rel "
+                              f"error {0.5 / expected[1, 1]:.3g}\n  first at index (0, 0): got nan, expected 1\n"), message
+    wrong[1, 1] = expected[1, 1]
+    message = compare.compare("n", wrong, expected, "x").message
+    assert message.splitlines()[0] == "n: values differ in 3 of 16 entries (all of them NaN)"
+    assert "n contains NaN" in message
+    wrong[:] = expected
+    wrong[3, 3] = np.inf
+    assert compare.compare("n", wrong, expected, "x").message.splitlines()[0] == \
+        "n: values differ in 1 of 16 entries; max abs error inf, max rel error inf"
+
+
 @pytest.mark.parametrize("line, fix", [
     ('a = x @ p["weight_ih"] + self._bias("bias_ih")', 'Check the .T on p["weight_ih"]'),
     ("r_u_bar = np.concatenate([x, h_prev], axis=1) @ w_ru.T + b_ru", "Check the .T on w_ru"),
