@@ -230,22 +230,40 @@ DUMP_START = re.compile(r'^(Thread 0x[0-9a-f]+|Current thread 0x[0-9a-f]+|Timeou
                         re.M)
 
 
-def where_it_hung(output):
-    """The innermost frame of the submission in a faulthandler dump: 'mytorch/nn/rnn_cell.py:57 in forward'.
+GRADER_FRAME = re.compile(r'File "[^"\n]*/driver\.py", line \d+ in ')     # below the student's frames
+RECENT_DUMPS = 4                 # whole dumps read: the last few of a child that started late, else both
 
-    The dump (``Thread …`` / ``Current thread …`` then ``File "…", line N in NAME``, most recent call first)
-    is printed by the child shortly before its time is up, and again every tenth of a second or more by one
-    that started late: the last dump with a frame of the student's own code is read (the very last may have
-    been cut short by the kill), else the innermost mytorch frame of any. It is text the child controls, so it
-    only ever becomes part of a message.
+
+def _own(frames):
+    return [(path, line, function) for path, line, function in frames
+            if path not in PROVIDED_FILES and (path, function) not in PROVIDED_FUNCTIONS]
+
+
+def where_it_hung(output):
+    """The frame of the submission's own code that was looping, from faulthandler dumps of the child's stack:
+    'mytorch/nn/recurrent.py:197 in _run_direction'.
+
+    A dump (``Timeout (…)!``, ``Thread …`` / ``Current thread …``, then ``File "…", line N in NAME``, most
+    recent call first) is printed by the child shortly before its time is up, then one of the frames its stack
+    held at every one of many looks until then (``worker.dump_again``); one that started late prints a dump
+    every tenth of a second instead. A loop that calls a function is caught in the function at some looks and
+    in itself at others: the innermost frame of the student's in every one of the last whole dumps (each from
+    its header down to the grader's driver) is the loop's. With no whole dump, the innermost frame of the
+    student's in the last dump that has one (the very last may have been cut short by the kill), else the
+    innermost mytorch frame of any. It is text the child controls, so it only ever becomes part of a message.
     """
+    pieces = re.split(r"^Timeout \(", output, flags=re.M)
+    whole = [own for piece in pieces[1:] if GRADER_FRAME.search(piece)
+             for own in [_own(DUMP_FRAME.findall(piece))] if own][-RECENT_DUMPS:]
+    for path, line, function in whole[-1] if whole else ():
+        if all(any((p, f) == (path, function) for p, _, f in dump) for dump in whole):
+            return f"{path}:{line} in {function}"
     seen = []
-    for dump in reversed(re.split(r"^Timeout \(", output, flags=re.M)):
+    for dump in reversed(pieces):
         frames = DUMP_FRAME.findall(dump)
         seen = seen or frames
-        for path, line, function in frames:
-            if path not in PROVIDED_FILES and (path, function) not in PROVIDED_FUNCTIONS:
-                return f"{path}:{line} in {function}"
+        for path, line, function in _own(frames)[:1]:
+            return f"{path}:{line} in {function}"
     return f"{seen[0][0]}:{seen[0][1]} in {seen[0][2]}" if seen else ""
 
 

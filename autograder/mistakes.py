@@ -284,6 +284,11 @@ CATALOGUE = (
     Mistake("rnn-endless-loop", RNN, '        dx = da @ p["weight_ih"]',
             '        step = 0\n        while step < 1:\n            dx = da @ p["weight_ih"]', ("1.2",), HUNG,
             located="line", timeout=3.0),
+    # … and where a loop over time that never ends calls the cell: the loop, not the cell it was caught in
+    Mistake("seq-endless-loop", SEQ, "        steps = reversed(range(T)) if reverse else range(T)\n        for t in steps:\n",
+            "        steps = list(reversed(range(T)) if reverse else range(T))\n        i = 0\n"
+            "        while i < T:\n            t = steps[i]\n", ("6.1",), HUNG + " mytorch/nn/recurrent.py:",
+            also=("in _run_direction when it was stopped",), timeout=3.0),
 )
 CATALOGUE += (
     # ---- CTC (section 8)

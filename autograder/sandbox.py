@@ -252,10 +252,12 @@ class _Pipes:
 
 def _env(work, timeout, start):
     """The child's environment. MYTORCH_GRADER_DUMP_AT: when (``time.monotonic()``, one clock for every process)
-    it prints where every thread is, a second (a quarter of a short limit) before the limit counted from
-    ``start`` ends it, so an endless loop is located however long the child took to start."""
+    it prints where every thread is, a second (a quarter of a short limit: MYTORCH_GRADER_DUMP_LEFT) before the
+    limit counted from ``start`` ends it, and a few times more in that time (``worker.dump_again``), so an
+    endless loop is located however long the child took to start."""
+    left = min(1.0, 0.25 * timeout)
     return {**reaper.HELPER_ENV, "HOME": work, "TMPDIR": work,
-            "MYTORCH_GRADER_DUMP_AT": repr(start + timeout - min(1.0, 0.25 * timeout))}
+            "MYTORCH_GRADER_DUMP_AT": repr(start + timeout - left), "MYTORCH_GRADER_DUMP_LEFT": repr(left)}
 
 
 def _fork(zygote, root, work, fds, memory_mb, timeout, start, user, out_w, task, bytecode, group=None):

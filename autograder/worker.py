@@ -96,6 +96,47 @@ def source_only(root, pycs=None):
     machinery.SourceFileLoader.get_code = get_code
 
 
+SAMPLE_EVERY = 0.02              # seconds between two looks at the stack near the limit
+
+
+def dump_again(dump_at, left):
+    """After faulthandler's dump at ``dump_at``, the frames that the main thread's stack held at every one of
+    many looks over most of the ``left`` seconds before the limit, printed as a faulthandler dump (innermost
+    first, after a 'Timeout (' line). One dump shows where the code was, not which frame loops: a loop that
+    calls a function is caught in the function at some looks and in itself at others, and only the loop's own
+    frame and its callers are there at all of them (``feedback.where_it_hung``). From a thread, which needs the
+    GIL now and then; faulthandler's dump needs none. A child that starts after ``dump_at`` has no time for it
+    (faulthandler dumps every tenth of a second then)."""
+    import threading
+    if dump_at - time.monotonic() < 0.1:
+        return
+    main = threading.get_ident()
+
+    def look():
+        frame, stack = sys._current_frames().get(main), []
+        while frame is not None:
+            stack.append((frame.f_code.co_filename, frame.f_code.co_name, frame.f_lineno))
+            frame = frame.f_back
+        return stack[::-1]                              # outermost first
+
+    def sample():
+        time.sleep(max(0.0, dump_at - time.monotonic()))
+        common, looks, end = look(), 1, dump_at + 0.75 * left
+        while time.monotonic() < end and common:
+            time.sleep(SAMPLE_EVERY)
+            stack, k = look(), 0
+            while k < min(len(common), len(stack)) and common[k][:2] == stack[k][:2]:
+                k += 1
+            common, looks = stack[:k], looks + 1        # the frames every look held, at their latest lines
+        frames = "".join(f'  File "{path}", line {line} in {name}\n' for path, name, line in reversed(common))
+        os.write(2, f"Timeout (the frames held at all {looks} looks)!\nThread 0x{main:016x} (most recent call "
+                    f"first):\n{frames}".encode("utf-8", "replace"))
+    try:
+        threading.Thread(target=sample, name="looks", daemon=True).start()
+    except RuntimeError:                                 # no thread to be had (a process limit): one dump
+        pass
+
+
 def main(root, request_fd, response_fd, pycs=None):
     import faulthandler
 
@@ -106,6 +147,7 @@ def main(root, request_fd, response_fd, pycs=None):
     dump_at = os.environ.get("MYTORCH_GRADER_DUMP_AT")
     if dump_at:
         faulthandler.dump_traceback_later(max(float(dump_at) - time.monotonic(), 0.1), repeat=True, exit=False)
+        dump_again(float(dump_at), float(os.environ.get("MYTORCH_GRADER_DUMP_LEFT", "1.0")))
     driver, frames, tracing = _load("driver"), _load("frames"), _load("tracing")
     configs, arrays = frames.decode(_read_all(int(request_fd)))
     inputs = [{} for _ in configs]

@@ -114,6 +114,25 @@ def test_where_it_hung_reads_a_faulthandler_dump_and_nothing_else():
     assert feedback.where_it_hung('File "/a/mytorch/' + "x" * 5000 + '", line 1 in f') == ""
 
 
+def test_a_loop_that_calls_a_function_is_located_in_itself_not_in_the_function():
+    """Near the limit the child prints faulthandler's dump, then the frames its stack held at every one of many
+    looks (``worker.dump_again``): the innermost frame of the student's in both is the loop's, though the one
+    dump caught it inside the cell it calls."""
+    def dump(header, *frames):
+        return f"Timeout ({header})!\nThread 0x00007f (most recent call first):\n" + "".join(
+            f'  File "{path}", line {line} in {name}\n' for path, line, name in frames)
+    grader = [("/opt/autograder/driver.py", 199, "sequence_case"), ("/opt/autograder/worker.py", 156, "main")]
+    caught = dump("0:00:01", ("/tmp/x/mytorch/nn/rnn_cell.py", 58, "forward"),
+                  ("/tmp/x/mytorch/nn/recurrent.py", 199, "_run_direction"),
+                  ("/tmp/x/mytorch/nn/recurrent.py", 123, "forward"), *grader)
+    looks = dump("the frames held at all 38 looks", ("/tmp/x/mytorch/nn/recurrent.py", 201, "_run_direction"),
+                 ("/tmp/x/mytorch/nn/recurrent.py", 123, "forward"), *grader)
+    assert feedback.where_it_hung("my print\n" + caught + looks) == "mytorch/nn/recurrent.py:201 in _run_direction"
+    assert feedback.where_it_hung(caught) == "mytorch/nn/rnn_cell.py:58 in forward"      # one look: where it was
+    cut = looks[:looks.index("recurrent.py", looks.index("201"))]            # the looks cut short by the kill
+    assert feedback.where_it_hung(caught + cut) == "mytorch/nn/rnn_cell.py:58 in forward"
+
+
 def test_repeated_dumps_give_the_students_line_and_none_of_them_is_shown_as_output():
     """A child that started late dumps every tenth of a second: the last dump that reaches the student's code
     is read (the very last, cut short by the kill, shows only a provided function), and a tail of the output
