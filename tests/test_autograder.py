@@ -69,6 +69,17 @@ def test_messages_teach(tmp_path):
     assert "Hint: these values are what z and 1 − z swapped would give" in out
 
 
+def test_a_state_squeezed_by_forward_costs_forward_and_leaves_backward_its_batch(tmp_path):
+    """A forward that squeezes its state to (H,) loses forward's points with the squeeze hint; backward, whose
+    math is right, is not told that d_state should be (H, H) (the batch was read off the squeezed state)."""
+    squeeze = ('h_t = np.tanh(a) if self.nonlinearity == "tanh" else F.relu(a)',
+               'h_t = np.squeeze(np.tanh(a) if self.nonlinearity == "tanh" else F.relu(a))')
+    sub = make_submission(tmp_path, [("nn/rnn_cell.py", *squeeze)])
+    forward, backward = grade.grade(sub, [spec.PARTS_BY_NUMBER["1.1"], spec.PARTS_BY_NUMBER["1.2"]])
+    assert forward.score < forward.part.points and mistakes.SQUEEZED in forward.output, forward.output
+    assert backward.score == backward.part.points, backward.output
+
+
 def mistake_lines(mistake, root):
     """Where a mistake sits in the edited file: {'line': its line numbers, 'function': its def line}."""
     with open(os.path.join(root, "mytorch", mistake.path)) as f:

@@ -76,7 +76,7 @@ class RecurrentCell(Module):
                              f"expected (N, {self.input_size}) or ({self.input_size},)")
         batched = x.ndim == 2
         x2 = x if batched else x[None]
-        n = x2.shape[0]
+        n = self._forward_batch = x2.shape[0]          # for _finish: the batch, whatever shape forward returns
         given = self._split_state(state, "state", "forward")
         parts, defaulted = [], []
         for k, (part, width) in enumerate(zip(given, self.state_widths)):
@@ -118,7 +118,7 @@ class RecurrentCell(Module):
     def _finish(self, cache, new_parts, batched):
         """Record ``cache``, expose its named fields, and return the new state in the caller's shape."""
         cache.batched = batched
-        cache.batch = new_parts[0].shape[0]
+        cache.batch = getattr(self, "_forward_batch", None) or new_parts[0].shape[0]   # x's (a squeezed state has none)
         self._record(cache)
         for field in self.exposed:
             value = getattr(cache, field)
