@@ -154,12 +154,18 @@ def compare(name, actual, expected, type_text, variants=(), batch=None, steps=No
     hints = transform_hints(name, actual, expected, batch, shown)
     hints += [text for text, variant in variants if variant.shape == actual.shape and close(actual, variant)]
     if name.startswith("grad/") and not actual.any() and expected.any():
-        hints.append((shown, ZERO_GRAD_SEQUENCE if sequence else ZERO_GRAD))
+        zero = ZERO_GRAD_STATE if sequence and "weight_hh" in name else ZERO_GRAD_SEQUENCE if sequence else ZERO_GRAD
+        hints.append((shown, zero))
     return Verdict(False, "\n".join(lines), tuple(dict.fromkeys(hints)))
 
 
 ZERO_GRAD = ("all zeros: backward must add each step's gradient into the cell's own array, "
              "self.grads[...] += …")
+# a hidden-to-hidden weight's gradient sums dA_t^T h_(t-1): all zeros too when every step started from zeros
+ZERO_GRAD_STATE = ("all zeros: either a cell writes grads[name] = …, which binds a new array the layer never sees "
+                   "(add into it: grads[name] += …), or every step started from a zero state, which this gradient "
+                   "is built from: step t must start from the state step t-1 returned (new = cell.forward(X[t], "
+                   "state), then state = new), not from state0 again")
 ZERO_GRAD_SEQUENCE = ("all zeros: no gradient reached them. The layer's grads are the cells' own arrays, "
                       "shared: a cell that writes grads[name] = … binds a new array the layer never sees; add "
                       "into the existing one with grads[name] += …")

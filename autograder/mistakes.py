@@ -91,6 +91,7 @@ STABLE = "use mytorch.functional.sigmoid"
 NO_CACHE_FIELD = "forward's Cache has no field"
 HUNG = "It was running"
 ZEROS_SHARED = "binds a new array the layer never sees"
+STATE_NOT_CARRIED = "step t must start from the state step t-1 returned"
 
 SKIP_REPEATS = ("these values are what allowing a skip between two EQUAL labels would give: skip_connect[s] is 1 only "
                 "where a label differs from the one two places before; between repeated labels the blank is compulsory, "
@@ -238,7 +239,7 @@ CATALOGUE = (
             "self._parts(d_state)[0] + (dY[t] if t == T - 1 else 0.0 * dY[t]),)", ALL_SEQ, ONLY_LAST_DY,
             variant=True, located="line"),
     Mistake("seq-state-not-carried", SEQ, "new = cell.forward(X[t], state)", "new = cell.forward(X[t], state0)",
-            ALL_SEQ),
+            ALL_SEQ, STATE_NOT_CARRIED),
     Mistake("seq-output-gradient-dropped", SEQ, "self._parts(d_state)[0] + dY[t],)", "self._parts(d_state)[0],)",
             ALL_SEQ, DY_DROPPED, variant=True, located="line"),
     Mistake("seq-ignores-lengths", SEQ, "state = self._as_state(tuple(np.where(live[t], a, b)",
