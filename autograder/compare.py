@@ -140,7 +140,8 @@ def compare(name, actual, expected, type_text, variants=(), batch=None, steps=No
     counted = f"values differ in {int(bad.sum())} of {bad.size} entries"
     if nan.any():
         counted += f" ({'all' if not measured.any() else int(nan.sum())} of them NaN)"
-    if measured.any():                              # the errors of the entries that are numbers
+    if measured.any() and expected.dtype.kind in "fc":      # the errors of the entries that are numbers (of labels
+                                                            # or flags, an integer or a bool, none is meaningful)
         with np.errstate(divide="ignore", invalid="ignore"):
             rel = np.max(diff[measured] / np.maximum(np.abs(expected[measured]), 1e-12))
         counted += f"; max abs error {np.max(diff[measured]):.3g}, max rel error {rel:.3g}"

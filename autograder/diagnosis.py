@@ -19,7 +19,7 @@ Matching, in the grading process, on plain arrays:
    compatible shape that matches nothing in the reference (a like name breaks ties). The report gives its
    file:line (and, for a helper of the same file, the line that called it), got against expected at the
    first entry that differs, and the kind of difference when recognisable (the opposite sign, a constant
-   factor, transposed, one gate block, the previous step's value, all zeros).
+   factor, transposed, one gate block, the value one step before, all zeros).
 5. Without a candidate (an inline expression): the quantities that read q, and the gate block the wrong
    outputs are confined to, if one.
 
@@ -352,7 +352,7 @@ def kind_of_difference(got, expected, previous=(), gates=()):
         return "the opposite sign"
     for earlier in previous:
         if earlier.shape == got.shape and _close(got, earlier):
-            return "the previous step's value"
+            return "the value it had one step before (in a backward after several forwards: the last forward's)"
     nonzero = finite & (np.abs(expected) > 1e-12)
     if nonzero.any() and finite.all():
         ratios = np.sort(got[nonzero] / expected[nonzero])

@@ -314,7 +314,7 @@ def test_the_previous_steps_value_is_recognised():
     e1, e2 = np.array([1.0, 2.0]), np.array([3.0, 5.0])
     reference = diagnosis.Trace([_record("h", e1, frame=1), _record("h", e2, [0], frame=2)])
     student = diagnosis.Trace([_record("h", e1, frame=1), _record("h", e1, frame=2, line=9)])
-    assert "the previous step's value" in "\n".join(diagnosis.explain(reference, student))
+    assert "the value it had one step before" in "\n".join(diagnosis.explain(reference, student))
 
 
 # ---- the grader, end to end

@@ -196,6 +196,10 @@ def test_a_nan_is_counted_as_one_and_the_errors_are_those_of_the_numbers():
     wrong[3, 3] = np.inf
     assert compare.compare("n", wrong, expected, "x").message.splitlines()[0] == \
         "n: values differ in 1 of 16 entries; max abs error inf, max rel error inf"
+    # labels and flags (integers) differ or not: no error sizes (a flag 1 for 0 was 'max rel error 1e+12')
+    flags = np.array([0, 0, 0, 1, 0, 1])
+    assert compare.compare("skip_connect", np.array([0, 0, 0, 1, 1, 1]), flags, "x").message.splitlines() == \
+        ["skip_connect: values differ in 1 of 6 entries", "  first at index (4,): got 1, expected 0"]
 
 
 @pytest.mark.parametrize("line, fix", [
