@@ -273,11 +273,29 @@ def strip_dump(output):
     return output[:match.start()] if match else output
 
 
+PRINTED_LINES = 15               # lines of a part's printout shown
+
+
 def judge_part(part, part_data, outcome, verbose=False, diagnose=None):
     """``(score, status, output, hints)`` of one part from the child's outcome (``hints``: the output's hints as
     the class report counts them, the grader's texts alone: a line of the output that only looks like one, in
     the student's own error or printout, is not one). ``diagnose(k, wrong)``: lines that say where case k first
-    goes wrong (``diagnosis``), asked for the first case whose values differ."""
+    goes wrong (``diagnosis``), asked for the first case whose values differ.
+
+    What the student's code printed is kept out of the way, but not lost: ``verbose`` shows its last lines, and
+    a part that loses points says it printed (a student debugging with print looks for it)."""
+    score, status, output, hints = _judge_part(part, part_data, outcome, verbose, diagnose)
+    printed = [] if outcome.failure else strip_dump(outcome.output).strip("\n").splitlines()
+    if printed and verbose:
+        output += "\nYour code printed (its last lines):\n" + "\n".join("  " + line for line in
+                                                                       printed[-PRINTED_LINES:])
+    elif printed and status != "passed":
+        output += f"\nYour code printed {'a line' if len(printed) == 1 else 'lines'}: -v shows the last " \
+                  f"{PRINTED_LINES}."
+    return score, status, output, hints
+
+
+def _judge_part(part, part_data, outcome, verbose, diagnose):
     cases = len(part_data.configs)
     if outcome.failure:
         lines = [f"Your code {outcome.failure}."]

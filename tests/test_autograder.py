@@ -7,7 +7,7 @@ import tarfile
 import pytest
 
 from autograder import compare, grade, mistakes, places, spec
-from tests.graderkit import (REPO, TWO_SECTIONS, check_gradescope, load_results, make_grader_copy,
+from tests.graderkit import (REPO, TWO_SECTIONS, at_top_of_forward, check_gradescope, load_results, make_grader_copy,
                              make_submission, run_cli)
 
 
@@ -78,6 +78,19 @@ def test_a_state_squeezed_by_forward_costs_forward_and_leaves_backward_its_batch
     forward, backward = grade.grade(sub, [spec.PARTS_BY_NUMBER["1.1"], spec.PARTS_BY_NUMBER["1.2"]])
     assert forward.score < forward.part.points and mistakes.SQUEEZED in forward.output, forward.output
     assert backward.score == backward.part.points, backward.output
+
+
+def test_what_a_students_code_printed_is_shown_with_verbose_and_mentioned_when_it_loses_points(tmp_path):
+    printing = at_top_of_forward("print('debug x', x.shape)")
+    sub = make_submission(tmp_path / "passes", printing)
+    quiet, = grade.grade(sub, [spec.PARTS_BY_NUMBER["1.1"]])
+    shown, = grade.grade(sub, [spec.PARTS_BY_NUMBER["1.1"]], verbose=True)
+    assert quiet.score == quiet.part.points and "printed" not in quiet.output, quiet.output
+    assert "Your code printed (its last lines):\n  debug x (3,)\n  debug x (1, 4)\n" in shown.output, shown.output
+    mistake = next(m for m in mistakes.CATALOGUE if m.id == "rnn-sigmoid-for-tanh")
+    sub = make_submission(tmp_path / "fails", printing + [(mistake.path, mistake.old, mistake.new)])
+    failing, = grade.grade(sub, [spec.PARTS_BY_NUMBER["1.1"]])
+    assert failing.output.endswith("\nYour code printed lines: -v shows the last 15."), failing.output
 
 
 def mistake_lines(mistake, root):
