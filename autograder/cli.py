@@ -14,6 +14,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 
 import autograder
@@ -45,13 +46,14 @@ def graded_elsewhere(root):
 def add_common(parser):
     parser.add_argument("--timeout", type=float, default=20.0, metavar="S", help="seconds per part (default 20)")
     parser.add_argument("--memory", type=int, default=1024, metavar="MB", help="memory per part (default 1024)")
+    parser.add_argument("--jobs", type=int, default=None, metavar="N",
+                        help="parallel child processes (default: one more than the cores)")
+    parser = parser.add_argument_group("for instructors")          # what a student never needs
     parser.add_argument("--fresh-seed", nargs="?", const="random", default=None, metavar="SEED",
-                        help="instructors: grade on new cases drawn from SEED (default: a random one), with "
+                        help="grade on new cases drawn from SEED (default: a random one), with "
                              "references computed by the solution (--solution)")
     parser.add_argument("--solution", default=None, metavar="DIR",
                         help="folder holding the instructor's solution mytorch (default: this checkout)")
-    parser.add_argument("--jobs", type=int, default=None, metavar="N",
-                        help="parallel child processes (default: one more than the cores)")
     parser.add_argument("--run-as", default=None, metavar="USER",
                         help="run student code as this unprivileged user (needs root); batch also takes "
                              "USER1,USER2,... or 'PREFIX*' (users it makes and deletes): one per submission")
@@ -63,8 +65,9 @@ def add_common(parser):
 def grade_parser():
     parser = argparse.ArgumentParser(prog="python -m autograder",
                                      description="Grade the recurrent cells in mytorch against reference arrays.",
-                                     epilog="Other commands: 'batch DIR' (instructors: a folder of submissions) "
-                                            "and 'handin' (write handin.tar).")
+                                     epilog="Other commands: 'python -m autograder handin' packs your work into "
+                                            "handin.tar, to upload; 'python -m autograder batch DIR' grades a "
+                                            "folder of submissions (instructors).")
     parser.add_argument("parts", nargs="*", metavar="PART", help="part numbers (2.1) or sections (2); default all")
     parser.add_argument("--verbose", "-v", action="store_true", help="show every case, passing ones too")
     parser.add_argument("--json", metavar="PATH", help="write the results (Gradescope's format) to PATH")
@@ -332,7 +335,8 @@ def main_grade(argv, worker=None):
     try:
         parts = the_course.select(args.parts)
     except ValueError as error:
-        parser.error(str(error))
+        prefix = f"{parser.prog}: error: "                # argparse's, before the message: 80 columns in all
+        parser.error(textwrap.fill(str(error), 80, initial_indent=" " * len(prefix), subsequent_indent="  ").lstrip())
     root = os.path.abspath(args.submission or default_submission())
     user = resolve_user(parser, args.run_as)
     python, python_checked = resolve_python(parser, args.python, [user] if user else [], later=True)

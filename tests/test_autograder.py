@@ -93,6 +93,17 @@ def test_what_a_students_code_printed_is_shown_with_verbose_and_mentioned_when_i
     assert failing.output.endswith("\nYour code printed lines: -v shows the last 15."), failing.output
 
 
+def test_help_and_usage_errors_fit_80_columns_and_keep_instructors_options_apart():
+    shown = run_cli(["--help"], env={"COLUMNS": "80"}).stdout
+    options, _, instructors = shown.partition("\noptions:\n")[2].partition("\nfor instructors:\n")
+    assert all(flag in instructors for flag in ("--fresh-seed", "--solution", "--run-as", "--python"))
+    assert not any(flag in options for flag in ("--fresh-seed", "--solution", "--run-as")), options
+    assert "python -m autograder handin" in shown and all(len(line) <= 80 for line in shown.splitlines())
+    wrong = run_cli(["9.9"], env={"COLUMNS": "80"})
+    assert wrong.returncode == 2 and "unknown part '9.9'" in wrong.stderr
+    assert all(len(line) <= 80 for line in wrong.stderr.splitlines()), wrong.stderr
+
+
 def mistake_lines(mistake, root):
     """Where a mistake sits in the edited file: {'line': its line numbers, 'function': its def line}."""
     with open(os.path.join(root, "mytorch", mistake.path)) as f:
