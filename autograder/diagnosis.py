@@ -383,17 +383,20 @@ def _one_block(got, expected, gates):
     return ""
 
 
-def _first_difference(got, expected):
-    """'got 0.123 at [0, 2], expected 0.456' at the first entry that differs."""
+def _first_difference(got, expected, other=None):
+    """'got 0.123 at [0, 2], expected 0.456' at the first entry that differs; ``other``: the name of the
+    quantity ``expected`` is, when ``got`` is a value of another name ('…, where `act_grad` is 0.456')."""
     if got.shape != expected.shape:
-        return f"shape {got.shape}, expected {expected.shape}"
+        return f"shape {got.shape}, " + (f"where `{other}` has shape {expected.shape}" if other else
+                                         f"expected {expected.shape}")
     with np.errstate(invalid="ignore"):
         bad = ~(np.isclose(got, expected, rtol=RTOL, atol=ATOL, equal_nan=True) | (got == expected))
     if not bad.any():
         return ""
     first = tuple(int(i) for i in np.argwhere(bad)[0])
     at = f" at {list(first)}" if first else ""
-    return f"got {got[first]:.6g}{at}, expected {expected[first]:.6g}"
+    return f"got {got[first]:.6g}{at}, " + (f"where `{other}` is {expected[first]:.6g}" if other else
+                                            f"expected {expected[first]:.6g}")
 
 
 # ---- the report
@@ -467,7 +470,9 @@ def explain(reference, student, config=None, wrong_outputs=()):
         previous = [r.value for r in ref[:finding.wrong] if _base(r.name) == _base(q.name)][-1:]
         kind = kind_of_difference(s.value, q.value, previous, gates)
         lines.append(f"  your `{s.name}` at {s.file}:{s.line}" + (f":\n    {s.text}" if s.text else ""))
-        difference = "; ".join(t for t in (_first_difference(s.value, q.value), kind) if t)
+        # a value of another name is the nearest one, not the quantity: say whose value it is compared with
+        other = q.name if _base(s.name) != _base(q.name) else None
+        difference = "; ".join(t for t in (_first_difference(s.value, q.value, other), kind) if t)
         if difference:
             lines.append(f"    {difference}")
         lines += _called_from(student, s)

@@ -240,7 +240,8 @@ def test_the_first_wrong_quantity_is_the_first_whose_inputs_are_right():
     assert lines[0] == "Where your values first go wrong: `b` (computed from `a`)"
     assert lines[1] == "  Right so far: in backward, `a` matches the reference."
     assert lines[2].startswith("  your `bb` at mytorch/nn/x.py:12")
-    assert lines[3] == "    got -2 at [0, 0], expected 2; the opposite sign"
+    # the nearest value is another name's: whose value it is compared with is said ("expected 2" read as bb's)
+    assert lines[3] == "    got -2 at [0, 0], where `b` is 2; the opposite sign"
     inline = diagnosis.Trace([_record("a", a), _record("c", a * b, line=13), _record("d", a + b * 2, line=14)])
     assert diagnosis.first_wrong(reference.records, inline.records) is None   # b inline: right through c
 
