@@ -100,6 +100,16 @@ def _first_for(node):
     return next((n for n in ast.walk(node) if isinstance(n, ast.For)), None)
 
 
+def _order_of(function, loop):
+    """The statement that decides the order ``loop`` walks in: the last assignment, before it, of the name it
+    iterates over (``steps = reversed(range(T))`` before ``for t in steps:``), else the loop itself."""
+    if loop is None or not isinstance(loop.iter, ast.Name):
+        return loop
+    assigned = [n for n in ast.walk(function) if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign))
+                and n.lineno < loop.lineno and _assigns(n, loop.iter.id)]
+    return max(assigned, key=lambda n: n.lineno, default=loop)
+
+
 def _reads(node, name):
     return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) for n in ast.walk(node))
 
@@ -140,11 +150,11 @@ def _places(layer, root):
 
     backward = _function(layer, "backward")
     if backward is not None:
-        put("layer loop", backward, _first_for(backward[0]))
+        put("layer loop", backward, _order_of(backward[0], _first_for(backward[0])))
     steps = _function(layer, "_backward_direction")
     loop = _first_for(steps[0]) if steps is not None else None
     if loop is not None:
-        put("time loop", steps, loop)
+        put("time loop", steps, _order_of(steps[0], loop))
         put("step gradient", steps, _statement(loop, lambda n: _reads(n, "dY")) or _statement(loop, _calls_backward))
         put("masked gradient", steps, _statement(loop, _calls_backward))
     run = _function(layer, "_run_direction")

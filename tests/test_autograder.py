@@ -247,6 +247,38 @@ def test_places_names_the_line_of_the_students_own_method(tmp_path, monkeypatch)
     assert [places._places(layer, str(tmp_path)) for layer in (layers.Layer(), layers.Forwards())] == own
 
 
+ORDERED_SOURCE = """\
+class Layer:
+    def backward(self, dY):
+        order = list(range(2))
+        order.reverse()
+        for layer in order:
+            pass
+
+    def _backward_direction(self, dY, state):
+        steps = range(4)
+        steps = reversed(steps)
+        for t in steps:
+            state = state + dY[t]
+"""
+
+
+def test_a_loop_over_a_named_order_is_placed_at_the_line_that_decides_the_order(tmp_path):
+    """``for t in steps:`` walks in the order ``steps = …`` decided: a hint about the order (time not reversed,
+    layers bottom-up) names that assignment, the last one before the loop, not the loop's own line."""
+    import importlib.util
+    (tmp_path / "mytorch").mkdir()
+    path = tmp_path / "mytorch" / "ordered.py"
+    path.write_text(ORDERED_SOURCE)
+    spec_ = importlib.util.spec_from_file_location("student_ordered", path)
+    module = importlib.util.module_from_spec(spec_)
+    spec_.loader.exec_module(module)
+    found = places.find(module.Layer(), str(tmp_path))
+    assert found["layer loop"] == "mytorch/ordered.py:3: order = list(range(2))"
+    assert found["time loop"] == "mytorch/ordered.py:10: steps = reversed(steps)"
+    assert found["step gradient"] == "mytorch/ordered.py:12: state = state + dY[t]"
+
+
 def test_a_naive_sigmoid_costs_its_points_even_with_numpys_warnings_silenced_at_import(tmp_path, kept_zygote):
     """np.seterr(all="ignore") at the top of a file would hide the overflow that the naive sigmoid's hint is
     given for: each case runs under NumPy's default error handling."""
