@@ -173,7 +173,7 @@ def main(root, request_fd, response_fd, pycs=None):
             arrays = {(int(key.split(":", 1)[0]), key.split(":", 1)[1]): value for key, value in arrays.items()}
         except BaseException as error:                  # e.g. an exception the driver could not describe
             arrays, report = {}, _every_case_failed(configs, "error", "the grader could not report what your code "
-                                                    f"did: {driver.describe_error(error)}")
+                                                    f"did: {driver.describe_error(error)}{_out_of_memory(error)}")
     try:
         message = frames.encode(report, arrays)
     except BaseException as error:
@@ -183,6 +183,18 @@ def main(root, request_fd, response_fd, pycs=None):
     while view:
         view = view[os.write(response_fd, view):]
     os.close(response_fd)
+
+
+def _out_of_memory(error):
+    """What to add to an error that memory running out explains: a MemoryError, or the SystemError CPython
+    raises when an allocation in C fails without saying so ('error return without exception set')."""
+    if not isinstance(error, (MemoryError, SystemError)):
+        return ""
+    import resource
+    limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    shown = f" of {limit >> 20} MiB" if limit != resource.RLIM_INFINITY else ""
+    return (f" (most likely your code used up its memory{shown}: look for a loop that never ends and keeps "
+            "something growing, such as a forward whose record no backward consumes)")
 
 
 def _where(driver, error, root):

@@ -1,12 +1,14 @@
 """Hostile or broken submissions: the grader finishes, writes a valid results file, and awards no points it
 should not. Each one edits GRUCell.forward (parts 2.x); part 1.1 (RNN) must still be graded in full."""
 import os
+import subprocess
+import sys
 import time
 
 import pytest
 
 from autograder import spec
-from tests.graderkit import (at_top_of_forward, check_gradescope, load_results, make_grader_copy, make_submission,
+from tests.graderkit import (REPO, at_top_of_forward, check_gradescope, load_results, make_grader_copy, make_submission,
                              run_cli)
 
 FULL_1_1_AND_2_1 = spec.PARTS_BY_NUMBER["1.1"].points + spec.PARTS_BY_NUMBER["2.1"].points
@@ -156,6 +158,19 @@ def test_fresh_seed_in_a_student_handout_needs_the_instructors_solution(tmp_path
     os.remove(os.path.join(grader, "autograder", "generate.py"))               # as the handout ships it
     proc = run_cli(["1.1", "--fresh-seed", "5", "--submission", make_submission(tmp_path / "sub")], cwd=grader)
     assert proc.returncode != 0 and "--solution DIR" in proc.stderr
+
+
+def test_an_error_that_memory_running_out_explains_says_so(tmp_path):
+    """A MemoryError, or the SystemError CPython raises when a C allocation fails without saying so, reached
+    the student as 'SystemError: error return without exception set': the child names its memory limit."""
+    from autograder import worker
+    code = ("import resource, sys; sys.path.insert(0, sys.argv[1]); from autograder import worker\n"
+            "resource.setrlimit(resource.RLIMIT_AS, (512 << 20, 512 << 20))\n"
+            "print(worker._out_of_memory(SystemError('error return without exception set')))\n"
+            "print(worker._out_of_memory(MemoryError()))")
+    said = subprocess.run([sys.executable, "-c", code, REPO], capture_output=True, text=True, check=True).stdout
+    assert said.count("most likely your code used up its memory of 512 MiB") == 2, said
+    assert worker._out_of_memory(ValueError("x")) == ""
 
 
 def test_a_part_is_held_to_its_memory_limit_across_all_its_processes(grader, tmp_path):

@@ -103,9 +103,9 @@ class Module:
     def _pop(self, method="backward"):
         """Pop the newest forward step's cache; a backward with no forward left is a RuntimeError."""
         if not self._tape:
-            raise RuntimeError(f"{type(self).__name__}.{method}: called without a matching forward "
-                               "(every backward consumes one earlier forward, last in first out; "
-                               "forwards run inside no_grad() are not recorded)")
+            raise RuntimeError(f"{type(self).__name__}.{method}: called without a matching forward (every backward "
+                               "consumes one earlier forward, last in first out: a loop that calls backward more often "
+                               "than forward, or before it, runs out; forwards inside no_grad() are not recorded)")
         return self._tape.pop()
 
     def clear_tape(self):
