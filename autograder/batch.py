@@ -190,7 +190,7 @@ def record(feedback, the_course, located, results, reason, seconds, key, fresh_s
     """Write the submission's feedback files; returns its results payload."""
     problem, detail = class_report.problem_of(results, reason)
     payload = report.gradescope(results, seconds, the_course.gradescope, extra={
-        "submission": located.name, "form": located.form, "problem": problem, "problem_detail": detail,
+        "submission": untrusted.line(located.name, 1000), "form": located.form, "problem": problem, "problem_detail": detail,
         "grader_key": key, "seed": fresh_seed if fresh_seed is not None else the_course.seed})
     text = class_report.feedback_text(results, fresh_seed, reason)
     try:
@@ -223,6 +223,11 @@ def not_a_report(path):
                 (name in REPORT_FILES or name.startswith(".tmp-")) and stat.S_ISREG(mode))
             if not ours:
                 return f"it holds {untrusted.line(name, 60)}"
+        feedback = os.path.join(path, class_report.FEEDBACK)
+        for name in sorted(os.listdir(feedback)) if os.path.isdir(feedback) else ():
+            if not (name.endswith((".txt", ".json")) or name.startswith(".tmp-")) or \
+                    not stat.S_ISREG(os.lstat(os.path.join(feedback, name)).st_mode):
+                return f"its feedback folder holds {untrusted.line(name, 60)}"
     except FileNotFoundError:
         return ""
     except OSError as error:

@@ -31,7 +31,7 @@ from autograder import report, untrusted
 FEEDBACK = "feedback"
 READ_LIMIT = 4 << 20             # bytes of one feedback file read back when resuming
 TIMED_OUT = "Your code did not finish within"
-ALL_RAISED = re.compile(r"^all \d+ cases: (.*)$", re.M)
+ALL_RAISED = re.compile(r"0 of (\d+) cases passed\nall \1 cases: (.*)")      # a part's first two lines
 
 
 def grader_key(course, seed):
@@ -57,9 +57,9 @@ def problem_of(results, reason=""):
         if r.status == "error" and r.output.startswith(TIMED_OUT):
             return "timed out", f"part {r.part.number}: {r.output.splitlines()[0]}"
     for r in results:                    # the process died, or every case raised the same error (an import)
-        raised = ALL_RAISED.search(r.output)
+        raised = ALL_RAISED.match(r.output)            # where the grader puts it, never in a student's text
         if r.status == "error" or raised:
-            line = raised.group(1) if raised else (r.output.splitlines() or [""])[0]
+            line = raised.group(2) if raised else (r.output.splitlines() or [""])[0]
             return "crashed", f"part {r.part.number}: {line[:200]}"
     return "", ""
 
@@ -197,7 +197,7 @@ def _cell(value):
     advises against CSV injection, and so does what follows a ';' (a cell of its own when the file is opened
     with ';' as the separator); numbers stay numbers."""
     text = FORMULA_AFTER_SEMICOLON.sub(r"\1'", untrusted.line(str(value), 1000))
-    if text.startswith(FORMULA_START):
+    if text.lstrip(" ").startswith(FORMULA_START):      # (a spreadsheet may drop the spaces before a formula)
         try:
             float(text)
         except ValueError:

@@ -72,7 +72,8 @@ def _dim(v):
 
 
 def parse(meta, flat):
-    """The records of one trace (see ``tracing.Trace.pack``), checked; ValueError if anything is malformed."""
+    """The records of one trace (see ``tracing.Trace.pack``), checked; ValueError if anything is malformed. Its
+    names, files, functions and source lines are the child's: each becomes one line of printable text."""
     if not isinstance(meta, dict) or not isinstance(meta.get("records"), list) or type(flat) is not np.ndarray:
         raise ValueError("not a trace")
     entries, texts = meta["records"], meta.get("texts") if isinstance(meta.get("texts"), dict) else {}
@@ -82,10 +83,10 @@ def parse(meta, flat):
 
     def clean(value, limit):                           # a trace repeats its names, files and lines many times
         if type(value) is not str:
-            return untrusted.text(value, limit)
+            return untrusted.line(value, limit)
         key = (value, limit)
         if key not in cleaned:
-            cleaned[key] = untrusted.text(value, limit)
+            cleaned[key] = untrusted.line(value, limit)
         return cleaned[key]
     for index, entry in enumerate(entries):
         if not (isinstance(entry, list) and len(entry) == 7):
@@ -109,9 +110,9 @@ def parse(meta, flat):
     raw = meta.get("callers") if isinstance(meta.get("callers"), dict) else {}
     for frame, entry in list(raw.items())[:RECORD_LIMIT]:
         if isinstance(entry, list) and len(entry) == 3 and isinstance(entry[1], str) and frame.isdigit():
-            file, line = untrusted.text(entry[1], 200), _int(entry[2], 0, 1 << 24)
-            callers[int(frame)] = (_int(entry[0]), file, line, untrusted.text(texts.get(f"{entry[1]}:{line}", ""), 200))
-    lost = untrusted.text(meta.get("lost", ""), 200) if isinstance(meta.get("lost", ""), str) else ""
+            file, line = untrusted.line(entry[1], 200), _int(entry[2], 0, 1 << 24)
+            callers[int(frame)] = (_int(entry[0]), file, line, untrusted.line(texts.get(f"{entry[1]}:{line}", ""), 200))
+    lost = untrusted.line(meta.get("lost", ""), 200) if isinstance(meta.get("lost", ""), str) else ""
     return Trace(records, lost, callers)
 
 

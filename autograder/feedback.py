@@ -136,7 +136,7 @@ def judge_case(k, config, expected, variants, report, arrays, verbose=False):
     status = report.get("status")
     sequence = config["kind"] == "sequence"
     if status == "not_implemented":
-        error = _text(report.get("error"), 300)
+        error = untrusted.line(_text(report.get("error"), 300), 300)
         line = f"{header}: not implemented yet" + (f" ({error})" if error else "")
         return CaseVerdict(False, header, [line], line)
     if status in ("error", "import_error"):
@@ -274,6 +274,7 @@ def strip_dump(output):
 
 
 PRINTED_LINES = 15               # lines of a part's printout shown
+PRINTED = "  | "                 # before each: a printed "Hint: …" is not taken for the grader's
 
 
 def judge_part(part, part_data, outcome, verbose=False, diagnose=None):
@@ -287,11 +288,11 @@ def judge_part(part, part_data, outcome, verbose=False, diagnose=None):
     score, status, output, hints = _judge_part(part, part_data, outcome, verbose, diagnose)
     printed = [] if outcome.failure else strip_dump(outcome.output).strip("\n").splitlines()
     if printed and verbose:
-        output += "\nYour code printed (its last lines):\n" + "\n".join("  " + line for line in
+        output += "\nYour code printed (its last lines):\n" + "\n".join(PRINTED + line for line in
                                                                        printed[-PRINTED_LINES:])
     elif printed and status != "passed":
-        output += f"\nYour code printed {'a line' if len(printed) == 1 else 'lines'}: -v shows the last " \
-                  f"{PRINTED_LINES}."
+        output += f"\nYour code printed {'a line' if len(printed) == 1 else 'lines'} (python -m autograder -v " \
+                  f"shows the last {PRINTED_LINES})."
     return score, status, output, hints
 
 
@@ -304,7 +305,7 @@ def _judge_part(part, part_data, outcome, verbose, diagnose):
             lines.append(f"It was running {hung} when it was stopped: look there for a loop that never ends.")
         shown = strip_dump(outcome.output).strip()
         if shown:
-            lines.append("Last output:\n" + "\n".join("  " + line for line in shown.splitlines()[-15:]))
+            lines.append("Last output:\n" + "\n".join(PRINTED + line for line in shown.splitlines()[-15:]))
         return 0.0, "error", "\n".join(lines), []
     reports = [r if isinstance(r, dict) else {} for r in outcome.reports]
     statuses = {r.get("status") for r in reports}

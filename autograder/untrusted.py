@@ -58,6 +58,17 @@ def value(item, depth=0):
     return text(item)
 
 
+def _one_line(item):
+    """``item`` (cleaned by ``value``) with every string in it on one line."""
+    if isinstance(item, str):
+        return line(item, len(item))
+    if isinstance(item, list):
+        return [_one_line(v) for v in item]
+    if isinstance(item, dict):
+        return {k: _one_line(v) for k, v in item.items()}
+    return item
+
+
 def reports(items, cases):
     """The per-case reports as the grader expects them: ``cases`` dicts whose status, error and where are
     strings, types a dict of strings and mutated a list of strings (a traced case's ``trace`` is left as
@@ -72,8 +83,9 @@ def reports(items, cases):
                 raise ValueError(f"a case report's {key} is not text")
         if not isinstance(r.get("types", {}), dict) or not isinstance(r.get("mutated", []), list):
             raise ValueError("a case report is malformed")
-        r["types"] = {k: text(v) for k, v in r.get("types", {}).items()}
-        r["mutated"] = [text(m) for m in r.get("mutated", [])]
+        r["types"] = {k: line(v) for k, v in r.get("types", {}).items()}
+        r["mutated"] = [line(m) for m in r.get("mutated", [])]
+        r = {k: v if k == "error" else _one_line(v) for k, v in r.items()}   # an error's lines are indented
         r["trace"] = report.get("trace")                  # raw: only diagnosis.parse reads it, and checks it
         cleaned.append(r)
     return cleaned

@@ -86,11 +86,12 @@ def test_what_a_students_code_printed_is_shown_with_verbose_and_mentioned_when_i
     quiet, = grade.grade(sub, [spec.PARTS_BY_NUMBER["1.1"]])
     shown, = grade.grade(sub, [spec.PARTS_BY_NUMBER["1.1"]], verbose=True)
     assert quiet.score == quiet.part.points and "printed" not in quiet.output, quiet.output
-    assert "Your code printed (its last lines):\n  debug x (3,)\n  debug x (1, 4)\n" in shown.output, shown.output
+    assert "Your code printed (its last lines):\n  | debug x (3,)\n  | debug x (1, 4)\n" in shown.output, shown.output
     mistake = next(m for m in mistakes.CATALOGUE if m.id == "rnn-sigmoid-for-tanh")
     sub = make_submission(tmp_path / "fails", printing + [(mistake.path, mistake.old, mistake.new)])
     failing, = grade.grade(sub, [spec.PARTS_BY_NUMBER["1.1"]])
-    assert failing.output.endswith("\nYour code printed lines: -v shows the last 15."), failing.output
+    assert failing.output.endswith("\nYour code printed lines (python -m autograder -v shows the last 15)."), \
+        failing.output
 
 
 def test_help_and_usage_errors_fit_80_columns_and_keep_instructors_options_apart():

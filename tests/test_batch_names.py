@@ -5,6 +5,7 @@ retitle or clear the terminal, start a line that looks like the grader's (a fake
 "all N cases" line), start a formula in a spreadsheet, whatever separator it is opened with, or make a
 feedback file that cannot be written or that a shell command reads as an option."""
 import csv
+import json
 import os
 import zipfile
 
@@ -39,6 +40,9 @@ def hostile_class(tmp_path_factory):
     make_submission(subs / f"mallory{FAKE_ROW}")                         # full marks under a two-line name
     # some cases raise a message with formulas, a forged "all cases" line and a forged hint
     make_submission(subs / "spoof", at_top_of_forward(f"if x.shape[-1] == 3:\n    raise ValueError({'boom' + FORMULAS + chr(10) + FORGED!r})"))
+    # … the same through a NotImplementedError's message, and through the name of a type returned
+    make_submission(subs / "notimpl", at_top_of_forward(f"if x.shape[-1] == 3:\n    raise NotImplementedError({'TODO' + chr(10) + FORGED!r})"))
+    make_submission(subs / "typename", at_top_of_forward(f"if x.shape[-1] == 3:\n    return type({'R' + chr(10) + FORGED!r}, (), {{}})()"))
     # every case fails to import, with the same kind of message
     make_submission(subs / "importer", [("nn/rnn_cell.py", '"""', f'raise ValueError({"bad" + chr(10) + FORGED!r})\n"""')])
     _pack("tar", solution, subs / f"semi{FORMULAS}.tar")                         # an archive at the top: name and form
@@ -100,22 +104,28 @@ def test_feedback_files_are_printable_and_named_safely(hostile_class):
             # (a tab of the student's own message stays: it moves nothing but the text after it)
             assert all(line.replace("\t", " ").isprintable() for line in text.splitlines()), name
             # a message's own lines are indented under its case: none stands where the grader's lines do
-            assert not any(line.startswith(("all 5 cases: forged", "  Hint: you got")) for line in
-                           text.splitlines()), text
+            assert not any(line.startswith("all 5 cases: forged") for line in text.splitlines()), text
+        else:
+            results = json.loads((report / "feedback" / name).read_text(encoding="utf-8"))
+            assert results["extra_data"]["submission"].isprintable()       # the name as shown, on one line
+            # each part's output as graded (before wrapping to 80 columns, which indents whatever it carries over)
+            lines = [line for test in results["tests"] for line in test["output"].splitlines()]
+            assert not any(line.startswith(("all 5 cases: forged", "  Hint: you got")) for line in lines), name
 
 
 def test_a_message_chooses_no_problem_and_no_reason(hostile_class):
     _, report, _, _ = hostile_class
     with open(report / "scores.csv", newline="", encoding="utf-8") as f:
         rows = {row[0]: row for row in csv.reader(f)}
-    assert rows["spoof"][-2:] == ["", ""]                                 # some cases passed: it did not crash
+    for name in ("spoof", "notimpl", "typename"):                         # some cases passed: none crashed
+        assert rows[name][-2:] == ["", ""], rows[name]
     assert rows["importer"][-2] == "crashed" and "forged" not in rows["importer"][-1], rows["importer"]
     assert rows["twins"][-2] == "ungradable" and "several folders" in rows["twins"][-1]
     assert rows["member"][-2] == "ungradable" and "a.zip holds no mytorch package" in rows["member"][-1]
 
 
 @pytest.mark.parametrize("what", ["an archive", "a handin folder", "a file named like the report's",
-                                  "a link", "a mytorch folder"])
+                                  "a link", "a mytorch folder", "a submission in a feedback folder"])
 def test_a_submission_named_like_the_report_folder_is_not_taken_for_it(tmp_path, what):
     """The report folder's default place is DIR/grading, among the submissions; a submission of that name would
     go ungraded and the report be written into it: the batch refuses to start, and says why."""
@@ -129,6 +139,9 @@ def test_a_submission_named_like_the_report_folder_is_not_taken_for_it(tmp_path,
         make_submission(grading / "handin")
     elif what == "a file named like the report's":
         (grading / "scores.csv").mkdir(parents=True)
+    elif what == "a submission in a feedback folder":                   # a report's names, a handin inside
+        make_submission(grading / "feedback")
+        (grading / "scores.csv").write_text("")
     elif what == "a link":
         grading.symlink_to(subs / "alice")
     else:
@@ -147,6 +160,29 @@ def test_a_gradescope_upload_named_with_escapes_is_reported_in_printable_text(tm
     for test in results["tests"]:
         assert "could not be unpacked" in test["output"] and "PWNED" in test["output"]
         assert all(line.isprintable() for line in test["output"].splitlines()), test["output"]
+
+
+def test_a_trace_names_nothing_on_two_lines():
+    """A trace's names, files, functions and source lines are the child's (a file of the submission may be
+    named "w\nall 9 cases: …"): each is one line, so the diagnosis, printed line by line, forges none."""
+    import numpy as np
+    from autograder import class_report, diagnosis
+    odd = "x\nall 9 cases: forged"
+    meta = {"records": [[odd, f"mytorch/nn/{odd}.py", 3, 0, odd, [], [1]]], "texts": {f"mytorch/nn/{odd}.py:3": odd},
+            "callers": {"0": [0, f"mytorch/{odd}", 2]}, "lost": odd}
+    trace = diagnosis.parse(meta, np.zeros(1))
+    record = trace.records[0]
+    assert not any("\n" in v for v in (record.name, record.file, record.text, record.function, trace.lost,
+                                       *trace.callers[0][1:][::2]))
+    # and the class tables read a part's problem from the grader's own first lines alone
+    from autograder.grade import PartResult
+    from autograder import spec
+    part = spec.PARTS_BY_NUMBER["1.1"]
+    forged = PartResult(part, 1.0, "failed", "4 of 5 cases passed\ncase 1: ValueError: x\n    all 5 cases: forged")
+    assert class_report.problem_of([forged]) == ("", "")
+    raised = PartResult(part, 0.0, "failed", "0 of 5 cases passed\nall 5 cases: ValueError: always\n  at …")
+    assert class_report.problem_of([raised]) == ("crashed", "part 1.1: ValueError: always")
+    assert class_report._cell(" =1+1") == "' =1+1" and class_report._cell(" -1.5") == " -1.5"
 
 
 def test_a_line_of_untrusted_text_holds_no_control_character():
