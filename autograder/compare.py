@@ -188,6 +188,8 @@ UNBATCHED_NO_STATE = ("this case is unbatched, X is (T, I), and passes no initia
 STABLE_SIGMOID = ("1 / (1 + np.exp(-a)) overflows for a below about -709 (it still returns 0, with this "
                   "warning); use mytorch.functional.sigmoid (F.sigmoid), which never overflows: "
                   "exp(min(a, 0)) / (1 + exp(-|a|))")
+STABLE_TANH = ("(exp(a) − exp(−a)) / (exp(a) + exp(−a)) overflows for |a| above about 709 (inf / inf is NaN); "
+               "use np.tanh, which never overflows")
 OVERFLOW = ("a value went beyond float64's range (about 1.8e308) in your code: the grader counts that as a "
             "failure even where the result comes out right; rewrite the expression so no intermediate overflows")
 LOG_OF_ZERO = ("log of 0 in your code (a probability that underflowed, or log(sum(exp(a))) over terms that are all "

@@ -124,7 +124,10 @@ NUMERIC = r"RuntimeWarning: (overflow|divide by zero|invalid value) encountered"
 def numeric_hint(warning):
     """The stable form for a floating-point warning raised on a student's line."""
     if "overflow" in warning:
-        return compare.STABLE_SIGMOID if "in exp" in warning else compare.OVERFLOW
+        if "in exp" not in warning:
+            return compare.OVERFLOW
+        line = warning.partition(" at ")[2]                 # the student's line, as the warning names it
+        return compare.STABLE_TANH if line.count("exp(") >= 2 else compare.STABLE_SIGMOID
     if "divide by zero" in warning:
         return compare.LOG_OF_ZERO if "in log" in warning else compare.DIVIDE
     return compare.INVALID

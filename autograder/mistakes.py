@@ -267,6 +267,9 @@ CATALOGUE = (
     # (forward's alone: backward's math, and the layer's, are right, and broadcasting hides the lost axis there)
     Mistake("rnn-h-squeezed", RNN, "h_t = np.tanh(a) if", "h_t = np.squeeze(np.tanh(a)) if", ("1.1",),
             SQUEEZED, also=("h_t: shape (3,), expected (1, 3)",)),
+    # ---- a tanh written with exp: NaN (inf / inf) on large inputs, and np.tanh named
+    Mistake("rnn-naive-tanh", RNN, "h_t = np.tanh(a) if", "h_t = (np.exp(a) - np.exp(-a)) / (np.exp(a) + np.exp(-a)) if",
+            ("1.1", "1.2"), "use np.tanh, which never overflows", located="line"),
     # ---- a naive sigmoid: right values, and an overflow warning on large inputs
     Mistake("gru-naive-sigmoid", GRU, "rz = F.sigmoid(gx[:, :2 * H] + gh[:, :2 * H])",
             "rz = 1 / (1 + np.exp(-(gx[:, :2 * H] + gh[:, :2 * H])))", ("2.1", "2.2"), STABLE, located="line"),

@@ -93,9 +93,10 @@ CTC_PARTS = (
 )
 
 PARTS = (
-    Part("1.1", "RNN cell forward", 4, "forward", "RNNCell", _cell_cases((3, 2, 4, {"nonlinearity": "relu"}, 1))),
+    Part("1.1", "RNN cell forward", 4, "forward", "RNNCell",
+         _cell_cases((3, 2, 4, {"nonlinearity": "relu"}, 1), LARGE)),
     Part("1.2", "RNN cell backward", 5, "backward", "RNNCell",
-         _cell_cases((3, 2, 4, {"nonlinearity": "relu"}, 1), LIFO)),
+         _cell_cases((3, 2, 4, {"nonlinearity": "relu"}, 1), LIFO, LARGE)),
     Part("2.1", "GRU cell forward", 5, "forward", "GRUCell",
          ((None, 5, 2, {}, 1, "course"),) + _cell_cases(LARGE)),
     Part("2.2", "GRU cell backward", 7, "backward", "GRUCell",
