@@ -238,6 +238,9 @@ CATALOGUE = (
     Mistake("seq-only-last-dY", SEQ, "self._parts(d_state)[0] + dY[t],)",
             "self._parts(d_state)[0] + (dY[t] if t == T - 1 else 0.0 * dY[t]),)", ALL_SEQ, ONLY_LAST_DY,
             variant=True, located="line"),
+    # the reverse direction's backward walks T-1 … 0 too: only a bidirectional case of T > 1 sees it
+    Mistake("seq-reverse-direction-not-reversed", SEQ, "steps = range(T) if reverse else reversed(range(T))",
+            "steps = reversed(range(T))", ("6.1", "6.2", "7.3")),
     Mistake("seq-state-not-carried", SEQ, "new = cell.forward(X[t], state)", "new = cell.forward(X[t], state0)",
             ALL_SEQ, STATE_NOT_CARRIED),
     Mistake("seq-output-gradient-dropped", SEQ, "self._parts(d_state)[0] + dY[t],)", "self._parts(d_state)[0],)",

@@ -110,8 +110,11 @@ PARTS = (
     Part("5.2", "TGRU cell backward", 5, "backward", "TGRUCell",
          _cell_cases((2, 3, 4, {"train_state": True, "train_memory": True}, 1),
                      (2, 3, 4, {"train_state": True, "train_memory": True}, 3), LARGE)),
-    Part("6.1", "BPTT: RNN sequence layer", 3, "sequence", "RNNCell", _sequence_cases()),
-    Part("6.2", "BPTT: GRU sequence layer", 3, "sequence", "GRUCell", _sequence_cases((3, 4, 2, {}, 1, 1, True))),
+    # a bidirectional layer of T > 1 in each of the first two: the reverse direction's order is graded there too
+    Part("6.1", "BPTT: RNN sequence layer", 3, "sequence", "RNNCell",
+         _sequence_cases((2, 3, 4, {}, 4, 1, False, {"bidirectional": True}))),
+    Part("6.2", "BPTT: GRU sequence layer", 3, "sequence", "GRUCell",
+         _sequence_cases((3, 4, 2, {}, 1, 1, True), (2, 3, 4, {}, 4, 1, False, {"bidirectional": True}))),
     Part("6.3", "BPTT: GRU block sequence layer", 3, "sequence", "GRUBlockCell", _sequence_cases()),
     Part("6.4", "BPTT: GMU sequence layer", 3, "sequence", "GMUCell", _sequence_cases((1, 4, 3, {}, 3, 2, True))),
     Part("6.5", "BPTT: TGRU sequence layer", 3, "sequence", "TGRUCell",

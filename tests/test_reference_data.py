@@ -202,18 +202,21 @@ def test_rnn_and_gru_parts_against_torch(number):
     for config, inputs, expected in cases(part):
         p = {k: torch.tensor(v, requires_grad=True) for k, v in params_of(inputs).items()}
         if part.kind == "sequence":
+            bidirectional = config.get("bidirectional", False)
+            cells = config["layers"] * (2 if bidirectional else 1)   # entry k = layer·D + direction, as PyTorch's
             module = (torch.nn.RNN if config["cell"] == "RNNCell" else torch.nn.GRU)(
-                config["I"], config["H"], num_layers=config["layers"], batch_first=config["batch_first"]).double()
+                config["I"], config["H"], num_layers=config["layers"], batch_first=config["batch_first"],
+                bidirectional=bidirectional).double()
             X = torch.tensor(inputs["X"], requires_grad=True)
             given = "state0/0/0" in inputs                  # a case without state0 starts from zeros
             state0 = torch.tensor(np.stack([inputs[f"state0/{l}/0"] if given else np.zeros(X.shape[1:-1] + (config["H"],))
-                                            for l in range(config["layers"])]), requires_grad=True)
+                                            for l in range(cells)]), requires_grad=True)
             Y, h_n = torch.func.functional_call(module, p, (X, state0))
-            d_hn = np.stack([inputs[f"d_state_T/{l}/0"] for l in range(config["layers"])])
+            d_hn = np.stack([inputs[f"d_state_T/{l}/0"] for l in range(cells)])
             ((Y * torch.tensor(inputs["dY"])).sum() + (h_n * torch.tensor(d_hn)).sum()).backward()
             np.testing.assert_allclose(expected["Y"], Y.detach().numpy(), rtol=1e-10)
             np.testing.assert_allclose(expected["dX"], X.grad.numpy(), rtol=1e-10, atol=1e-12)
-            for l in range(config["layers"] if given else 0):
+            for l in range(cells if given else 0):
                 np.testing.assert_allclose(expected[f"d_state0/{l}/h"], state0.grad[l].numpy(), rtol=1e-10, atol=1e-12)
         else:
             module = (torch.nn.RNNCell(config["I"], config["H"], **config["flags"]) if config["cell"] == "RNNCell"
