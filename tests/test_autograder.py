@@ -218,16 +218,22 @@ is at column 0.'''
 """
 
 
+def _student_module(folder, name, source):
+    """``source`` as the module ``mytorch/<name>.py`` of a submission in ``folder``, imported."""
+    import importlib.util
+    os.makedirs(folder / "mytorch", exist_ok=True)
+    path = folder / "mytorch" / f"{name}.py"
+    path.write_text(source)
+    spec_ = importlib.util.spec_from_file_location(f"student_{name}", path)
+    module = importlib.util.module_from_spec(spec_)
+    spec_.loader.exec_module(module)
+    return module
+
+
 def test_places_names_the_line_of_the_students_own_method(tmp_path, monkeypatch):
     """``places.find`` reads the method that runs, by its file and first line: not another class's method of
     the same name in that file, and a decorated one counted from its decorator (as Python counts it)."""
-    import importlib.util
-    (tmp_path / "mytorch").mkdir()
-    path = tmp_path / "mytorch" / "layers.py"
-    path.write_text(LAYERS_SOURCE)
-    spec_ = importlib.util.spec_from_file_location("student_layers", path)
-    layers = importlib.util.module_from_spec(spec_)
-    spec_.loader.exec_module(layers)
+    layers = _student_module(tmp_path, "layers", LAYERS_SOURCE)
     lines = LAYERS_SOURCE.splitlines()
     at = {text: f"mytorch/layers.py:{lines.index(text) + 1}: {text.strip()}"
           for text in lines if text.strip().startswith(("for", "self.cell", "state"))}
@@ -267,14 +273,7 @@ class Layer:
 def test_a_loop_over_a_named_order_is_placed_at_the_line_that_decides_the_order(tmp_path):
     """``for t in steps:`` walks in the order ``steps = …`` decided: a hint about the order (time not reversed,
     layers bottom-up) names that assignment, the last one before the loop, not the loop's own line."""
-    import importlib.util
-    (tmp_path / "mytorch").mkdir()
-    path = tmp_path / "mytorch" / "ordered.py"
-    path.write_text(ORDERED_SOURCE)
-    spec_ = importlib.util.spec_from_file_location("student_ordered", path)
-    module = importlib.util.module_from_spec(spec_)
-    spec_.loader.exec_module(module)
-    found = places.find(module.Layer(), str(tmp_path))
+    found = places.find(_student_module(tmp_path, "ordered", ORDERED_SOURCE).Layer(), str(tmp_path))
     assert found["layer loop"] == "mytorch/ordered.py:3: order = list(range(2))"
     assert found["time loop"] == "mytorch/ordered.py:10: steps = reversed(steps)"
     assert found["step gradient"] == "mytorch/ordered.py:12: state = state + dY[t]"
