@@ -9,6 +9,7 @@ Size letters: N batch (None: unbatched), T steps, I input_size, H hidden_size, L
 import dataclasses
 
 import numpy as np
+import numpy.random  # noqa: F401  (now: NumPy imports it on first use, and threads making cases at once race it)
 
 # cell name -> (state part names, what forward exposes and the grader checks)
 CELLS = {

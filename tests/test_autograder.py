@@ -11,6 +11,15 @@ from tests.graderkit import (REPO, TWO_SECTIONS, at_top_of_forward, check_grades
                              make_submission, run_cli)
 
 
+def test_numpy_random_is_imported_with_the_spec_not_first_by_threads_making_cases():
+    """NumPy imports numpy.random on first use (its module __getattr__); the grader makes the cases of several
+    parts in threads at once, and two first uses at once once ended a batch in a RecursionError inside
+    NumPy's __getattr__. The spec imports it when it is imported, before any thread."""
+    code = "import sys; import autograder.spec; print('numpy.random' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
+                          check=True).stdout.strip() == "True"
+
+
 def test_points_sum_to_100_and_parts_are_numbered_like_the_handout():
     assert sum(p.points for p in spec.PARTS) == 100
     assert [p.number for p in spec.PARTS] == sorted(p.number for p in spec.PARTS)
