@@ -190,7 +190,8 @@ def record(feedback, the_course, located, results, reason, seconds, key, fresh_s
     """Write the submission's feedback files; returns its results payload."""
     problem, detail = class_report.problem_of(results, reason)
     payload = report.gradescope(results, seconds, the_course.gradescope, extra={
-        "submission": untrusted.line(located.name, 1000), "form": located.form, "problem": problem, "problem_detail": detail,
+        "submission": untrusted.line(located.name, 1000), "form": located.form, "problem": problem,
+        "problem_detail": detail,
         "grader_key": key, "seed": fresh_seed if fresh_seed is not None else the_course.seed})
     text = class_report.feedback_text(results, fresh_seed, reason)
     try:

@@ -28,11 +28,6 @@ def _text(value, limit=MAX_TEXT):
     return value[:limit] if isinstance(value, str) else ""
 
 
-def _place(value):
-    """Where a case stopped, on one line (a file's name is the student's to choose)."""
-    return untrusted.line(_text(value, 600), 600)
-
-
 def _texts(value):
     return [_text(v, 500) for v in value[:MAX_ITEMS] if isinstance(v, str)] if isinstance(value, list) else []
 
@@ -105,7 +100,7 @@ def _indented(text):
 
 
 def _error_case(header, report, sequence):
-    error, where = _text(report.get("error")) or "failed", _place(report.get("where"))
+    error, where = _text(report.get("error")) or "failed", _text(report.get("where"), 600)
     error = re.sub(r", with gufunc signature \S+", "", error)          # numpy's detail, not the student's
     first, *rest = _indented(error)
     lines = [f"{header}: {first}"] + rest + ([f"  at {where}"] if where else [])
@@ -313,12 +308,12 @@ def _judge_part(part, part_data, outcome, verbose, diagnose):
     reports = [r if isinstance(r, dict) else {} for r in outcome.reports]
     statuses = {r.get("status") for r in reports}
     if statuses == {"not_implemented"}:
-        where = _place(reports[0].get("where")).split(": ", 1)[0]
+        where = _text(reports[0].get("where"), 600).split(": ", 1)[0]
         return 0.0, "not implemented", "not implemented yet" + (f" (the first TODO it reached: {where})"
                                                                  if where else ""), []
     if statuses == {"import_error"}:
         r = reports[0]
-        where = _place(r.get("where"))
+        where = _text(r.get("where"), 600)
         return 0.0, "error", "\n".join(_indented(_text(r.get("error")))) + (f"\n  at {where}" if where else ""), []
     errors = {(r.get("status"), r.get("error"), r.get("where")) for r in reports}
     if len(errors) == 1 and next(iter(errors))[0] == "error":          # one error, raised by every case

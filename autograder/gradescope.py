@@ -55,7 +55,8 @@ def find_package(submission, staging):
                 except archive.UnpackError as error:
                     raise archive.UnpackError(f"{untrusted.line(name, 100)}: {error}") from None
                 except Exception as error:                # a damaged archive
-                    raise archive.UnpackError(f"{untrusted.line(name, 100)} is damaged ({type(error).__name__})") from None
+                    raise archive.UnpackError(f"{untrusted.line(name, 100)} is damaged "
+                                              f"({type(error).__name__})") from None
     for source in (staging, submission):
         for folder, _, files in _walk(source):
             if os.path.basename(folder) == "mytorch" and "__init__.py" in files and not os.path.islink(folder):

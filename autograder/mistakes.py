@@ -271,8 +271,9 @@ CATALOGUE = (
     Mistake("rnn-h-squeezed", RNN, "h_t = np.tanh(a) if", "h_t = np.squeeze(np.tanh(a)) if", ("1.1",),
             SQUEEZED, also=("h_t: shape (3,), expected (1, 3)",)),
     # ---- a tanh written with exp: NaN (inf / inf) on large inputs, and np.tanh named
-    Mistake("rnn-naive-tanh", RNN, "h_t = np.tanh(a) if", "h_t = (np.exp(a) - np.exp(-a)) / (np.exp(a) + np.exp(-a)) if",
-            ("1.1", "1.2"), "use np.tanh, which never overflows", located="line"),
+    Mistake("rnn-naive-tanh", RNN, "h_t = np.tanh(a) if",
+            "h_t = (np.exp(a) - np.exp(-a)) / (np.exp(a) + np.exp(-a)) if", ("1.1", "1.2"),
+            "use np.tanh, which never overflows", located="line"),
     # ---- a naive sigmoid: right values, and an overflow warning on large inputs
     Mistake("gru-naive-sigmoid", GRU, "rz = F.sigmoid(gx[:, :2 * H] + gh[:, :2 * H])",
             "rz = 1 / (1 + np.exp(-(gx[:, :2 * H] + gh[:, :2 * H])))", ("2.1", "2.2"), STABLE, located="line"),
@@ -293,7 +294,8 @@ CATALOGUE = (
             '        step = 0\n        while step < 1:\n            dx = da @ p["weight_ih"]', ("1.2",), HUNG,
             located="line", timeout=3.0),
     # … and where a loop over time that never ends calls the cell: the loop, not the cell it was caught in
-    Mistake("seq-endless-loop", SEQ, "        steps = reversed(range(T)) if reverse else range(T)\n        for t in steps:\n",
+    Mistake("seq-endless-loop", SEQ,
+            "        steps = reversed(range(T)) if reverse else range(T)\n        for t in steps:\n",
             "        steps = list(reversed(range(T)) if reverse else range(T))\n        i = 0\n"
             "        while i < T:\n            t = steps[i]\n", ("6.1",), HUNG + " mytorch/nn/recurrent.py:",
             also=("in _run_direction when it was stopped",), timeout=3.0),

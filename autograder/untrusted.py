@@ -3,7 +3,8 @@
 Every string a child produces (an error, a location, a type name, its printed output) reaches the terminal and
 the results file only through ``text``: cut to a few KB, lone surrogates and undecodable bytes replaced, and
 control and formatting characters (terminal escapes, right-to-left overrides) replaced by '?', keeping
-newlines and tabs (``line``: those too, for a name or a one-line message). ``reports`` applies it to the per-case reports, whatever fields the driver adds.
+newlines and tabs (``line``: those too, for a name or a one-line message). ``reports`` applies it to the
+per-case reports, whatever fields the driver adds, and ``line`` to every field but the error.
 None of these functions raises on any input.
 """
 TEXT_LIMIT = 2000                # one error, location or name
@@ -83,8 +84,8 @@ def reports(items, cases):
                 raise ValueError(f"a case report's {key} is not text")
         if not isinstance(r.get("types", {}), dict) or not isinstance(r.get("mutated", []), list):
             raise ValueError("a case report is malformed")
-        r["types"] = {k: line(v) for k, v in r.get("types", {}).items()}
-        r["mutated"] = [line(m) for m in r.get("mutated", [])]
+        r["types"] = {k: text(v) for k, v in r.get("types", {}).items()}
+        r["mutated"] = [text(m) for m in r.get("mutated", [])]
         r = {k: v if k == "error" else _one_line(v) for k, v in r.items()}   # an error's lines are indented
         r["trace"] = report.get("trace")                  # raw: only diagnosis.parse reads it, and checks it
         cleaned.append(r)

@@ -367,7 +367,8 @@ def test_a_student_inside_their_mytorch_grades_and_packs_their_own(tmp_path):
     sub = make_submission(tmp_path / "me", [(mistake.path, mistake.old, mistake.new)])
     inside = os.path.join(sub, "mytorch", "nn")
     proc = run_cli(["1.1"], cwd=inside)
-    assert f"Grading the mytorch in {sub} " in " ".join(proc.stdout.split()) and "4.00/4" not in proc.stdout, proc.stdout
+    assert f"Grading the mytorch in {sub} " in " ".join(proc.stdout.split()), proc.stdout
+    assert "4.00/4" not in proc.stdout, proc.stdout
     packed = run_cli(["handin", "--no-grade"], cwd=inside)
     assert packed.returncode == 0 and f"Packing the mytorch in {sub} " in " ".join(packed.stdout.split()), packed
     assert "mytorch/nn/rnn_cell.py" in tarfile.open(os.path.join(sub, "handin.tar")).getnames()

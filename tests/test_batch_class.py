@@ -325,4 +325,5 @@ def test_a_report_folder_a_student_could_have_filled_is_neither_trusted_nor_take
     make_submission(subs / "alice")
     make_submission(subs / "grading")
     proc = run_cli(["batch", str(subs)], timeout=120)
-    assert proc.returncode == 2 and "is not a report folder of this grader (it holds mytorch)" in proc.stderr, proc.stderr
+    assert proc.returncode == 2, proc.stderr
+    assert "is not a report folder of this grader (it holds mytorch)" in proc.stderr, proc.stderr

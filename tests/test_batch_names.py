@@ -24,6 +24,11 @@ FORMULA_START = ("=", "+", "-", "@")
 FORGED = "all 5 cases: forged\n  Hint: you got 100/100"
 
 
+def _in_some_cases(statement):
+    """Edits that run ``statement`` first in the RNN cell's forward in the cases of I = 3 alone (two of five)."""
+    return at_top_of_forward(f"if x.shape[-1] == 3:\n    {statement}")
+
+
 @pytest.fixture(scope="module")
 def hostile_class(tmp_path_factory):
     root = tmp_path_factory.mktemp("names")
@@ -39,12 +44,13 @@ def hostile_class(tmp_path_factory):
         z.writestr(FAKE_ROW + ESCAPES + "/mytorch", "x")
     make_submission(subs / f"mallory{FAKE_ROW}")                         # full marks under a two-line name
     # some cases raise a message with formulas, a forged "all cases" line and a forged hint
-    make_submission(subs / "spoof", at_top_of_forward(f"if x.shape[-1] == 3:\n    raise ValueError({'boom' + FORMULAS + chr(10) + FORGED!r})"))
+    make_submission(subs / "spoof", _in_some_cases(f"raise ValueError({'boom' + FORMULAS + chr(10) + FORGED!r})"))
     # … the same through a NotImplementedError's message, and through the name of a type returned
-    make_submission(subs / "notimpl", at_top_of_forward(f"if x.shape[-1] == 3:\n    raise NotImplementedError({'TODO' + chr(10) + FORGED!r})"))
-    make_submission(subs / "typename", at_top_of_forward(f"if x.shape[-1] == 3:\n    return type({'R' + chr(10) + FORGED!r}, (), {{}})()"))
+    make_submission(subs / "notimpl", _in_some_cases(f"raise NotImplementedError({'TODO' + chr(10) + FORGED!r})"))
+    make_submission(subs / "typename", _in_some_cases(f"return type({'R' + chr(10) + FORGED!r}, (), {{}})()"))
     # every case fails to import, with the same kind of message
-    make_submission(subs / "importer", [("nn/rnn_cell.py", '"""', f'raise ValueError({"bad" + chr(10) + FORGED!r})\n"""')])
+    make_submission(subs / "importer",
+                    [("nn/rnn_cell.py", '"""', f'raise ValueError({"bad" + chr(10) + FORGED!r})\n"""')])
     _pack("tar", solution, subs / f"semi{FORMULAS}.tar")                         # an archive at the top: name and form
     make_submission(subs / ("😀" * 63))                                  # 252 bytes: its feedback's name is cut
     make_submission(subs / "-2+3")                                       # a name a command reads as an option
