@@ -49,11 +49,14 @@ NEG_INF = -np.inf
 
 
 def _lse(*terms):
-    """log Σ exp(terms), elementwise; −∞ (not NaN) where every term is −∞."""
-    top = np.maximum.reduce(terms)
-    shift = np.where(np.isneginf(top), 0.0, top)                  # exp(−∞ − 0) = 0, never (−∞) − (−∞)
-    with np.errstate(divide="ignore"):
-        return shift + np.log(sum(np.exp(term - shift) for term in terms))
+    """log Σ exp(terms), elementwise; −∞ (not NaN) where every term is −∞.
+
+    One ``np.logaddexp`` per term after the first: log(e^a + e^b) = max(a, b) + log1p(e^−|a − b|), exact to
+    an ulp, −∞ for two −∞ (no warning), and a few times faster than shifting by the maximum by hand."""
+    total = terms[0]
+    for term in terms[1:]:
+        total = np.logaddexp(total, term)
+    return total
 
 
 def _lse_last(a):
