@@ -1,7 +1,9 @@
 """Layers of mytorch: the recurrent cells, the sequence layer, Linear and the losses.
 
-Each cell's file is imported here, but a file that fails to import (a half-written exercise) does not break
-the package: its names raise that file's error when used, and every other cell keeps working.
+Each cell's file is imported when one of its names is first used (``mytorch.nn.GRUCell``, ``from mytorch.nn
+import GRUCell``), not with the package: a program that uses one cell loads that cell's file alone, and a file
+that fails to import (a half-written exercise) breaks nothing else: its names raise that file's error when
+used, every time, and every other cell keeps working.
 """
 import importlib
 
@@ -12,35 +14,35 @@ from mytorch.nn.loss import CrossEntropyLoss, MSELoss
 from mytorch.nn.module import Module
 from mytorch.nn.recurrent import GMU, GRU, LSTM, RNN, TGRU, GRUBlock, Recurrent
 
-_failed = {}                     # name -> the error its file raised on import
-
-
-def _load(module, names):
-    try:
-        loaded = importlib.import_module(f"mytorch.nn.{module}")
-    except Exception as error:   # SyntaxError, ImportError, NameError … in that file alone
-        _failed.update(dict.fromkeys(names, error))
-        return
-    globals().update({name: getattr(loaded, name) for name in names})
-
-
-_load("rnn_cell", ["RNNCell"])
-_load("gru_cell", ["GRUCell"])
-_load("gru_block_cell", ["GRUBlockCell", "gru_block_cell", "gru_block_cell_grad"])
-_load("gmu_cell", ["GMUCell"])
-_load("tgru_cell", ["TGRUCell"])
-_load("lstm_cell", ["LSTMCell"])
-_load("ctc", ["ctc_loss", "CTCLoss"])
-_load("ctc_decode", ["greedy_search", "beam_search", "prefix_beam_search"])
+_FILES = {"rnn_cell": ["RNNCell"],                # file -> the names it gives the package
+          "gru_cell": ["GRUCell"],
+          "gru_block_cell": ["GRUBlockCell", "gru_block_cell", "gru_block_cell_grad"],
+          "gmu_cell": ["GMUCell"],
+          "tgru_cell": ["TGRUCell"],
+          "lstm_cell": ["LSTMCell"],
+          "ctc": ["ctc_loss", "CTCLoss"],
+          "ctc_decode": ["greedy_search", "beam_search", "prefix_beam_search"]}
+_FILE_OF = {name: file for file, names in _FILES.items() for name in names}
+_failed = {}                     # file -> the error it raised on import
 CELL_NAMES = ("RNNCell", "GRUCell", "GRUBlockCell", "GMUCell", "TGRUCell", "LSTMCell")
 
 
 def __getattr__(name):
-    if name in _failed:
-        raise _failed[name]
+    """A cell's (or CTC's) name, its file imported on first use; ``CELLS``: the six cell classes."""
     if name == "CELLS":
-        return tuple(globals().get(n) or __getattr__(n) for n in CELL_NAMES)
-    raise AttributeError(f"module 'mytorch.nn' has no attribute {name!r}")
+        return tuple(__getattr__(n) for n in CELL_NAMES)
+    file = _FILE_OF.get(name)
+    if file is None:
+        raise AttributeError(f"module 'mytorch.nn' has no attribute {name!r}")
+    if file in _failed:
+        raise _failed[file]
+    try:
+        loaded = importlib.import_module(f"mytorch.nn.{file}")
+    except Exception as error:   # SyntaxError, ImportError, NameError … in that file alone
+        _failed[file] = error
+        raise
+    globals().update({n: getattr(loaded, n) for n in _FILES[file]})
+    return globals()[name]
 
 
 __all__ = ["init", "Module", "RecurrentCell", "Linear", "MSELoss", "CrossEntropyLoss", "Recurrent", "RNN", "GRU",
