@@ -67,9 +67,19 @@ def source_only(root, pycs=None):
     import marshal
     top = os.path.realpath(root)
     pycs = dict(pycs or {})
+    real_folders = {}            # folder -> its realpath: each import asks of a file in a folder asked of before
+
+    def real(path):
+        folder, name = os.path.split(path)
+        if name in ("", os.curdir, os.pardir) or not folder:
+            return os.path.realpath(path)
+        if folder not in real_folders:
+            real_folders[folder] = os.path.realpath(folder)
+        path = os.path.join(real_folders[folder], name)
+        return os.path.realpath(path) if os.path.islink(path) else path
 
     def inside(path):
-        path = os.path.realpath(path)
+        path = real(path)
         return path == top or path.startswith(top + os.sep)
 
     sources = machinery.FileFinder.path_hook((machinery.SourceFileLoader, machinery.SOURCE_SUFFIXES))
