@@ -18,7 +18,7 @@ import textwrap
 import time
 
 import autograder
-from autograder import course, grade, interpreter, ipc, isolation, reaper, report, sandbox, tree, untrusted
+from autograder import course, grade, interpreter, ipc, isolation, reaper, report, sandbox, tree, untrusted, zygote
 
 GRADESCOPE_RESULTS = "/autograder/results/results.json"
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -136,7 +136,7 @@ def resolve_python(parser, path, users=(), later=False):
     references meanwhile); ``finish()`` waits for them, a usage error if one fails, and must return before
     anything runs as a sandbox user (``grade.grade(ready=)``). The grader's package, which the grade's zygote
     loads as root, and a ``--python``'s own checks (its files, every library it maps once NumPy is imported)
-    are done before this returns: the grade starts that zygote at once. When student code runs another
+    are done before this returns: ``main_grade`` starts that zygote at once, before the rest of its set-up. When student code runs another
     Python, the grader's own is checked for what this process has loaded and may import (``interpreter.
     own_exposed``): neither a grade nor a batch imports anything more of it as root later (batch draws its
     histogram as SVG text, with no plotting library)."""
@@ -340,6 +340,20 @@ def main_grade(argv, worker=None):
     root = os.path.abspath(args.submission or default_submission())
     user = resolve_user(parser, args.run_as)
     python, python_checked = resolve_python(parser, args.python, [user] if user else [], later=True)
+    started = None
+    if worker is None and user is not None and zygote.enabled():
+        # its Python and the grader's files are checked now: it imports NumPy while the rest is set up
+        worker = started = zygote.Zygote(python)
+    try:
+        return _grade_checked(parser, args, the_course, parts, root, user, python, python_checked, worker)
+    finally:
+        if started is not None:
+            started.close()
+
+
+def _grade_checked(parser, args, the_course, parts, root, user, python, python_checked, worker):
+    """The rest of ``main_grade``, once the user and the Pythons are resolved (the Pythons' last checks may
+    still be under way: ``python_checked``)."""
     fresh_seed = resolve_fresh_seed(args.fresh_seed)
     solution = resolve_solution(args, fresh_seed)
     refuse_writable(parser, [user] if user else [], [os.path.join(solution, "mytorch")] if solution else [],

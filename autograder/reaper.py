@@ -269,13 +269,18 @@ def _clear_keys(keyctl):
 
 def kill_user(user):
     """Kill every process of ``user`` (a pwd entry), then empty the keyrings of its uid (``_clear_keys``): a
-    short-lived helper takes that uid and kills -1 (itself too), then another clears the keyrings, once no
-    process of the user is left to see it."""
+    short-lived helper takes that uid, kills -1 and then clears the keyrings. On Linux kill(-1) signals every
+    process the caller may signal but the caller itself, so the helper goes on to the keyrings while every
+    other process of the user holds a pending SIGKILL, and none of them returns to its code to see them."""
     if user is None or user.pw_uid == 0:
         return
     keyctl = ipc.keyctl_call()
-    as_user(user, lambda: os.kill(-1, signal.SIGKILL))    # every process this uid may signal; the helper too
-    as_user(user, lambda: _clear_keys(keyctl))
+
+    def kill_then_clear():
+        with contextlib.suppress(ProcessLookupError):     # none left to signal
+            os.kill(-1, signal.SIGKILL)
+        _clear_keys(keyctl)
+    as_user(user, kill_then_clear)
     end_orphans()
 
 

@@ -712,6 +712,7 @@ def test_a_solution_the_sandbox_user_could_change_is_refused(sandbox_user, tmp_p
                               env=dict(os.environ, PYTHONPATH=""), capture_output=True, text=True, timeout=300)
         assert proc.returncode == 2, proc.stdout + proc.stderr
         assert f"user {user.pw_name} could change the solution, which runs as root" in proc.stderr
+        assert "Traceback" not in proc.stderr          # a grade's zygote, started by then, is ended on the way out
 
 
 # run as the sandbox user before a grade: says so of every other process of that user it sees, until killed
