@@ -230,6 +230,27 @@ def refuse_writable(parser, users, paths, what):
                          "alone first")
 
 
+def refuse_unreadable(parser, user, root):
+    """A usage error if ``user`` (the sandbox user) cannot read the package in ``root`` that it is to grade: every
+    part would only say that ``mytorch`` could not be imported. Asked of the user itself (``os.access`` in a
+    helper that has become it), so that every folder above, its ACLs and its groups count as they will."""
+    package = os.path.join(root, "mytorch")
+    wanted = [(root, os.X_OK), (package, os.R_OK | os.X_OK), (os.path.join(package, "__init__.py"), os.R_OK)]
+    if not os.path.isfile(wanted[-1][0]):
+        return                                            # the grade says there is no package there
+    said = reaper.as_user(user, lambda: next((p.encode() for p, mode in wanted if not os.access(p, mode)), b""))
+    if said:
+        usage_error(parser, f"user {user.pw_name} cannot read {os.fsdecode(said)}, and student code runs as that "
+                            "user: give --submission a folder it may read (every folder above it searchable), or "
+                            "grade a batch, which copies each submission for its user")
+
+
+def usage_error(parser, text):
+    """``parser.error(text)``, wrapped to 80 columns after argparse's own 'prog: error: '."""
+    prefix = f"{parser.prog}: error: "
+    parser.error(textwrap.fill(text, 80, initial_indent=" " * len(prefix), subsequent_indent="  ").lstrip())
+
+
 def instructor_places(solution, graded, python):
     """The folders of the instructor's checkout (this grader's, if it holds the solution) and of ``solution``
     that student code has no business reading, as ``(folder, what it is)``: every folder at their top (the
@@ -335,8 +356,7 @@ def main_grade(argv, worker=None):
     try:
         parts = the_course.select(args.parts)
     except ValueError as error:
-        prefix = f"{parser.prog}: error: "                # argparse's, before the message: 80 columns in all
-        parser.error(textwrap.fill(str(error), 80, initial_indent=" " * len(prefix), subsequent_indent="  ").lstrip())
+        usage_error(parser, str(error))
     root = os.path.abspath(args.submission or default_submission())
     user = resolve_user(parser, args.run_as)
     python, python_checked = resolve_python(parser, args.python, [user] if user else [], later=True)
@@ -360,6 +380,7 @@ def _grade_checked(parser, args, the_course, parts, root, user, python, python_c
                     "the solution, which runs as root")
     if user:
         hide_from_users(parser, [user], instructor_places(args.solution, [os.path.join(root, "mytorch")], python))
+        refuse_unreadable(parser, user, root)
     results_path = args.json or (GRADESCOPE_RESULTS if args.gradescope else None)
     start = time.monotonic()
     results = []

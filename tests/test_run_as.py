@@ -325,6 +325,31 @@ def test_a_python_the_sandbox_user_cannot_use_is_a_usage_error(sandbox_user):
     assert f"user {user.pw_name} cannot run {broken} with numpy (No module named numpy)" in proc.stderr
 
 
+@pytest.mark.parametrize("closed", ["a folder above", "the package", "its __init__.py"])
+def test_a_submission_the_sandbox_user_cannot_read_is_a_usage_error(sandbox_user, closed):
+    """Student code runs as the user: a submission it cannot read would score 0 with 'No module named mytorch'
+    in every part. The grade refuses it first and names what the user cannot read."""
+    make_user, python, home = sandbox_user
+    user = make_user()
+    folder = _world_readable_dir(os.path.join(home, "unreadable-"))
+    sub = make_submission(os.path.join(folder, "above", "alice"))
+    shut = {"a folder above": (os.path.join(folder, "above"), 0o700),
+            "the package": (os.path.join(sub, "mytorch"), 0o700),
+            "its __init__.py": (os.path.join(sub, "mytorch", "__init__.py"), 0o600)}[closed]
+    command = [sys.executable, "-m", "autograder", "1.1", "--submission", sub, "--run-as", user.pw_name, "--python",
+               python]
+    env = dict(os.environ, PYTHONPATH="")
+    os.chmod(*shut)
+    proc = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    said = " ".join(proc.stderr.split())
+    assert f"user {user.pw_name} cannot read" in said and "give --submission a folder it may read" in said, said
+    assert max(len(line) for line in proc.stderr.splitlines()) <= 80
+    os.chmod(shut[0], 0o755 if os.path.isdir(shut[0]) else 0o644)
+    proc = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and "4.00/4" in proc.stdout, proc.stdout + proc.stderr
+
+
 REACH_ZYGOTE = """import ctypes, errno, signal
 libc = ctypes.CDLL(None, use_errno=True)
 tried, found = [], 0
