@@ -41,10 +41,12 @@ def run_and_wait(pids):
     return ran / 1e9, waited / 1e9
 
 
-def starved(pid, seconds):
+def starved(pid, seconds, siblings=()):
     """Whether the process tree of ``pid`` (a part's child, still alive, that ran out of its ``seconds``) was
-    starved: together, its processes ran for less than half that time and waited for a CPU for more than half."""
-    ran, waited = run_and_wait(reaper.tree(pid))
+    starved: together, its processes ran for less than half that time and waited for a CPU for more than half.
+    ``siblings``: the children of the same submission's other parts running now, whose trees count as its
+    own: a part kept waiting by busy processes of its own submission was not starved by anyone else."""
+    ran, waited = run_and_wait(set().union(*(reaper.tree(p) for p in {pid, *siblings})))
     return ran < seconds / 2 < waited
 
 

@@ -185,7 +185,7 @@ def test_a_submission_is_graded_again_alone_for_one_part_limit_at_most(tmp_path,
     """Processes that ended are not in the reading, so a part can look starved when its own short-lived
     processes kept it waiting: every starved part is graded again alone only until the submission has spent
     one part limit so; past it the timeout stands. (Here every timeout reads as starved.)"""
-    monkeypatch.setattr(fairness, "starved", lambda pid, seconds: True)
+    monkeypatch.setattr(fairness, "starved", lambda pid, seconds, siblings=(): True)
     sub = make_submission(tmp_path / "sub", [("nn/gru_cell.py", FORWARD, FORWARD + ENDLESS)])
     parts = [spec.PARTS_BY_NUMBER["2.1"], spec.PARTS_BY_NUMBER["2.2"]]
     shown = []
