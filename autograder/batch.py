@@ -90,6 +90,15 @@ def seed_check(course, seed):
     return class_report.grader_key(course, f"kept {seed}")
 
 
+def parts_at_once(jobs, at_once):
+    """The parts of one submission graded at once when ``at_once`` submissions are: their share of ``jobs``, and
+    at least two. With one, a submission's slot idles while its child starts and ends (forked, joining its
+    cgroup, its namespaces torn down) and while the grader judges it and starts the next: a batch of 20 with
+    ``--jobs 2`` kept the cores 76% busy, against 89% with two (8.8 s against 10.0 s, 10.3 s against 11.4 s,
+    alternating). So up to ``2 * at_once`` children run at once, each within its own limits."""
+    return max(2, jobs // at_once)
+
+
 def sandbox_users(parser, value, jobs, python, solution=None, hidden=()):
     """The identity pool of ``--run-as`` (None without it) and the checked Python; usage errors for a pool
     that cannot be used, a Python a sandbox user cannot run or could change, or grader files (or the
@@ -300,8 +309,8 @@ def main(argv):
         staging = tempfile.mkdtemp(prefix="mytorch-batch-")
         os.chmod(staging, 0o711)                          # others may pass through, to their own copy alone
         prepared = prepare(folder, todo, staging)         # every copy is made before any student code runs
-        options = dict(timeout=args.timeout, memory_mb=args.memory, jobs=max(1, jobs // at_once), python=python,
-                       loaded=loaded, template=template, gate=fairness.Gate())
+        options = dict(timeout=args.timeout, memory_mb=args.memory, jobs=parts_at_once(jobs, at_once),
+                       python=python, loaded=loaded, template=template, gate=fairness.Gate())
 
         def one(name):
             start = time.monotonic()

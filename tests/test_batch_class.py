@@ -327,3 +327,27 @@ def test_a_report_folder_a_student_could_have_filled_is_neither_trusted_nor_take
     proc = run_cli(["batch", str(subs)], timeout=120)
     assert proc.returncode == 2, proc.stderr
     assert "is not a report folder of this grader (it holds mytorch)" in proc.stderr, proc.stderr
+
+
+def test_a_batch_grades_two_parts_of_a_submission_at_once(tmp_path):
+    """With one part of each submission at a time, a submission's slot idles while its child starts and ends
+    and while the grader judges it: each submission keeps two parts in flight. Every call of the forward here
+    logs when it ran, for half a second; parts 1.1 and 1.2 both call it, and their children overlap."""
+    log = tmp_path / "log"
+    slow = ("nn/rnn_cell.py", '        x, (h,), batched, _ = self._prepare(x, state)\n',
+            '        import os, time\n        start = time.time()\n        time.sleep(0.5)\n'
+            f'        with open({str(log)!r}, "a") as f:\n'
+            '            f.write(f"{globals().setdefault(\'_who\', os.urandom(4).hex())} {start} {time.time()}\\n")\n'
+            '        x, (h,), batched, _ = self._prepare(x, state)\n')
+    make_submission(tmp_path / "subs" / "alice", [slow])
+    grader = make_grader_copy(tmp_path / "grader", '[assignment]\ntitle = "RNN"\nsections = ["1"]\n')
+    proc = run_cli(["batch", str(tmp_path / "subs"), "--jobs", "2"], cwd=grader, timeout=600)
+    assert proc.returncode == 0 and "graded 1/1 submissions" in proc.stderr, proc.stdout + proc.stderr
+    spans = {}
+    for line in log.read_text().split("\n")[:-1]:
+        pid, start, end = line.split()
+        first, last = spans.get(pid, (float(start), float(end)))
+        spans[pid] = (min(first, float(start)), max(last, float(end)))
+    assert len(spans) == 2, spans                                  # one child a part (pids: 1 in each)
+    (a_start, a_end), (b_start, b_end) = spans.values()
+    assert a_start < b_end and b_start < a_end, spans             # at the same time
