@@ -10,7 +10,8 @@ import pytest
 import mytorch
 
 CELL_FILES = {"RNNCell": "rnn_cell", "GRUCell": "gru_cell", "GRUBlockCell": "gru_block_cell", "GMUCell": "gmu_cell",
-              "TGRUCell": "tgru_cell", "LSTMCell": "lstm_cell", "ctc_loss": "ctc", "greedy_search": "ctc_decode"}
+              "TGRUCell": "tgru_cell", "LSTMCell": "lstm_cell", "ctc_loss": "ctc", "greedy_search": "ctc_decode",
+              "GRU": "recurrent", "Linear": "linear", "MSELoss": "loss"}
 
 
 def run(root, code):
@@ -26,11 +27,15 @@ def copy(tmp_path):
     return tmp_path
 
 
-def test_importing_the_package_runs_no_cell_file(copy):
+def test_importing_the_package_runs_no_file_of_a_cell_a_layer_a_loss_or_an_optimizer(copy):
     loaded = run(copy, """
         import mytorch
-        print(*sorted(m for m in sys.modules if m.startswith('mytorch.nn.')))""")
-    assert not {f"mytorch.nn.{file}" for file in CELL_FILES.values()} & set(loaded), loaded
+        print(*sorted(m for m in sys.modules if m.startswith('mytorch.')))
+        print('then', mytorch.optim.SGD.__module__, 'optim' in dir(mytorch), 'GRUCell' in dir(mytorch.nn))""")
+    before, after = loaded[:loaded.index("then")], loaded[loaded.index("then") + 1:]
+    assert not {f"mytorch.nn.{file}" for file in CELL_FILES.values()} & set(before), before
+    assert not [m for m in before if m.startswith("mytorch.optim")], before
+    assert after == ["mytorch.optim.sgd", "True", "True"]                  # there when asked for
 
 
 @pytest.mark.parametrize("name", CELL_FILES)

@@ -1,20 +1,20 @@
 """Layers of mytorch: the recurrent cells, the sequence layer, Linear and the losses.
 
-Each cell's file is imported when one of its names is first used (``mytorch.nn.GRUCell``, ``from mytorch.nn
-import GRUCell``), not with the package: a program that uses one cell loads that cell's file alone, and a file
-that fails to import (a half-written exercise) breaks nothing else: its names raise that file's error when
-used, every time, and every other cell keeps working.
+Each file of a cell, a layer or a loss is imported when one of its names is first used (``mytorch.nn.GRUCell``,
+``from mytorch.nn import GRUCell``), not with the package: a program that uses one cell loads that cell's file
+alone, and a file that fails to import (a half-written exercise) breaks nothing else: its names raise that
+file's error when used, every time, and everything else keeps working.
 """
 import importlib
 
 from mytorch.nn import init
 from mytorch.nn.cell import RecurrentCell
-from mytorch.nn.linear import Linear
-from mytorch.nn.loss import CrossEntropyLoss, MSELoss
 from mytorch.nn.module import Module
-from mytorch.nn.recurrent import GMU, GRU, LSTM, RNN, TGRU, GRUBlock, Recurrent
 
-_FILES = {"rnn_cell": ["RNNCell"],                # file -> the names it gives the package
+_FILES = {"linear": ["Linear"],                   # file -> the names it gives the package
+          "loss": ["CrossEntropyLoss", "MSELoss"],
+          "recurrent": ["GMU", "GRU", "LSTM", "RNN", "TGRU", "GRUBlock", "Recurrent"],
+          "rnn_cell": ["RNNCell"],
           "gru_cell": ["GRUCell"],
           "gru_block_cell": ["GRUBlockCell", "gru_block_cell", "gru_block_cell_grad"],
           "gmu_cell": ["GMUCell"],
@@ -27,8 +27,12 @@ _failed = {}                     # file -> the error it raised on import
 CELL_NAMES = ("RNNCell", "GRUCell", "GRUBlockCell", "GMUCell", "TGRUCell", "LSTMCell")
 
 
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
+
+
 def __getattr__(name):
-    """A cell's (or CTC's) name, its file imported on first use; ``CELLS``: the six cell classes."""
+    """A name of one of ``_FILES``, its file imported on first use; ``CELLS``: the six cell classes."""
     if name == "CELLS":
         return tuple(__getattr__(n) for n in CELL_NAMES)
     file = _FILE_OF.get(name)
