@@ -253,7 +253,8 @@ def main(argv):
     parser.add_argument("--regrade", action="store_true",
                         help="grade every submission again, even those an earlier run of this grader finished")
     parser.add_argument("--csv", default=None, metavar="PATH", help="also write the scores table to PATH")
-    cli.add_common(parser)
+    cli.add_common(parser, jobs="submissions graded at once, at most one per sandbox user, each with at least "
+                                "two parts at a time (default: one more than the cores)")
     args = parser.parse_args(argv)
     if not os.path.isdir(args.folder):
         parser.error(f"{args.folder} is not a folder")

@@ -43,11 +43,10 @@ def graded_elsewhere(root):
     return f"Grading the mytorch in {root} (the nearest folder holding one; --submission DIR names another)."
 
 
-def add_common(parser):
+def add_common(parser, jobs="parts graded at once (default: one more than the cores)"):
     parser.add_argument("--timeout", type=float, default=20.0, metavar="S", help="seconds per part (default 20)")
     parser.add_argument("--memory", type=int, default=1024, metavar="MB", help="memory per part (default 1024)")
-    parser.add_argument("--jobs", type=int, default=None, metavar="N",
-                        help="parallel child processes (default: one more than the cores)")
+    parser.add_argument("--jobs", type=int, default=None, metavar="N", help=jobs)
     parser = parser.add_argument_group("for instructors")          # what a student never needs
     parser.add_argument("--fresh-seed", nargs="?", const="random", default=None, metavar="SEED",
                         help="grade on new cases drawn from SEED (default: a random one), with "
