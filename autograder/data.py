@@ -152,33 +152,41 @@ def _array(member):
     return np.lib.format.read_array(io.BytesIO(member), allow_pickle=False)
 
 
+_CENTRAL = struct.Struct("<4s6xH8xIIHHH8xI")      # a central directory entry: method, sizes, lengths, offset
+
+
 def _members(content):
     """{name without .npy: a function giving its bytes} of a zip archive as ``np.savez_compressed`` writes it
     (stored or deflated members, no zip64), read from its central directory; anything else goes through
-    ``zipfile``. A member is inflated only when asked for: the traces, most of the bytes, rarely are."""
+    ``zipfile``. A member is inflated only when asked for: the traces and the hints, most of the bytes, rarely
+    are."""
     end = content.rfind(b"PK\x05\x06", max(0, len(content) - (1 << 16) - 22))
     if end >= 0:
         count, size, at = struct.unpack("<HII", content[end + 10:end + 20])
         members = {}
         for _ in range(count):
-            if content[at:at + 4] != b"PK\x01\x02":
-                break
-            method, = struct.unpack("<H", content[at + 10:at + 12])
-            packed, _, name_length, extra_length, comment_length = struct.unpack("<IIHHH", content[at + 20:at + 34])
-            offset, = struct.unpack("<I", content[at + 42:at + 46])
+            signature, method, packed, _, name_length, extra_length, comment_length, offset = \
+                _CENTRAL.unpack_from(content, at)
             name = content[at + 46:at + 46 + name_length].decode("utf-8")
             at += 46 + name_length + extra_length + comment_length
-            local_name, local_extra = struct.unpack("<HH", content[offset + 26:offset + 30])
+            local_name, local_extra = struct.unpack_from("<HH", content, offset + 26)
             start = offset + 30 + local_name + local_extra
-            raw = content[start:start + packed]
-            if method not in (0, 8) or content[offset:offset + 4] != b"PK\x03\x04" or not name.endswith(".npy"):
+            if (signature != b"PK\x01\x02" or method not in (0, 8) or content[offset:offset + 4] != b"PK\x03\x04"
+                    or not name.endswith(".npy")):
                 break
-            members[name[:-4]] = functools.partial(zlib.decompress, raw, -15) if method == 8 else \
-                functools.partial(bytes, raw)
+            members[name[:-4]] = functools.partial(_inflated if method == 8 else _stored, content, start, packed)
         else:
             return members
     with zipfile.ZipFile(io.BytesIO(content)) as archive:
         return {info.filename[:-4]: functools.partial(bytes, archive.read(info)) for info in archive.infolist()}
+
+
+def _inflated(content, start, size):
+    return zlib.decompress(content[start:start + size], -15)
+
+
+def _stored(content, start, size):
+    return content[start:start + size]
 
 
 class Traces:
@@ -202,6 +210,25 @@ class Traces:
         return self._all()[k]
 
 
+class Variants:
+    """The ``(hint text, array)`` pairs of one output's known mistakes, read from the file when first iterated:
+    only a case that fails is compared with them, and they are most of a part's arrays."""
+
+    def __init__(self):
+        self._members, self._pairs = [], None
+
+    def add(self, text, member):
+        self._members.append((text, member))
+
+    def __iter__(self):
+        if self._pairs is None:
+            self._pairs = [(text, _array(member())) for text, member in self._members]
+        return iter(self._pairs)
+
+    def __len__(self):
+        return len(self._members)
+
+
 def _read(content):
     members = _members(content)
     configs = json.loads(str(_array(members["__configs__"]())))
@@ -215,15 +242,13 @@ def _read(content):
         k = int(k)
         if kind == "trace":
             trace_values[k] = member
-            continue
-        value = _array(member())
-        if kind == "in":
-            inputs[k][rest] = value
-        elif kind == "out":
-            expected[k][rest] = value
         elif kind == "hint":
             hint_id, name = rest.split(":", 1)
-            variants[k].setdefault(name, []).append((hints[hint_id], value))
+            variants[k].setdefault(name, Variants()).add(hints[hint_id], member)
+        elif kind == "in":
+            inputs[k][rest] = _array(member())
+        elif kind == "out":
+            expected[k][rest] = _array(member())
     traces = Traces(len(configs), members.get("__traces__"), trace_values)
     return PartData(configs, inputs, expected, variants, traces)
 

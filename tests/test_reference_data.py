@@ -290,3 +290,62 @@ def test_lstm_layer_part_against_torch_packed_sequences():
                 np.testing.assert_allclose(batched(expected[f"d_state0/{k}/{name}"], 0), initial.grad[k].numpy(), **tol)
         for name, tensor in p.items():
             np.testing.assert_allclose(expected[f"grad/{name}"], tensor.grad.numpy(), **tol)
+
+
+# ---- the grader's own reader of the part files against NumPy's
+
+def _as_numpy_reads_it(path):
+    with np.load(path, allow_pickle=False) as archive:
+        return {name: archive[name] for name in archive.files}
+
+
+def _same(mine, theirs):
+    return mine.dtype == theirs.dtype and mine.shape == theirs.shape and np.array_equal(mine, theirs, equal_nan=True)
+
+
+@pytest.mark.parametrize("part", spec.PARTS, ids=[p.number for p in spec.PARTS])
+def test_a_part_file_reads_as_numpy_reads_it(part):
+    """``data``'s reader (its own zip directory and .npy header parsing, hints and traces read on first use)
+    gives every configuration, input, output, hint and trace that ``np.load`` gives, and nothing else."""
+    import json
+    import os
+    stored = data.load_part(part.number)
+    theirs = _as_numpy_reads_it(os.path.join(data.DATA_DIR, data.file_name(part.number)))
+    assert stored.configs == json.loads(str(theirs.pop("__configs__")))
+    hints, metas = json.loads(str(theirs.pop("__hints__"))), json.loads(str(theirs.pop("__traces__")))
+    for k in range(len(stored.configs)):
+        for kind, mine in (("in", stored.inputs[k]), ("out", stored.expected[k])):
+            for name, array in mine.items():
+                assert _same(array, theirs.pop(f"{k}:{kind}:{name}")), (k, kind, name)
+        for name, pairs in stored.variants[k].items():
+            assert len(pairs) == len(list(pairs))
+            for text, array in pairs:
+                hint_id = next(h for h in hints if hints[h] == text and f"{k}:hint:{h}:{name}" in theirs)
+                assert _same(array, theirs.pop(f"{k}:hint:{hint_id}:{name}")), (k, hint_id, name)
+        if str(k) in metas:
+            meta, values = stored.traces[k]
+            assert meta == metas[str(k)] and _same(values, theirs.pop(f"{k}:trace"))
+        else:
+            assert stored.traces[k] is None
+    assert not theirs                                           # every array was read by both
+
+
+@pytest.mark.parametrize("compressed", [True, False], ids=["deflated", "stored"])
+def test_a_part_file_of_either_kind_of_member_reads_back(tmp_path, compressed, monkeypatch):
+    """A file written with ``np.savez`` (members stored, not deflated) reads as one written compressed."""
+    if not compressed:
+        monkeypatch.setattr(np, "savez_compressed", np.savez)
+    configs = [{"a": 1}, {"b": [2, 3]}]
+    inputs = [{"x": np.arange(6.0).reshape(2, 3)}, {"x": np.array([1, 2], dtype=np.int64)}]
+    expected = [{"y": np.eye(2)}, {"y": np.array([True, False])}]
+    variants = [{"h1": {"y": np.eye(2) * 2}}, {}]
+    path = data.write_part("9.9", configs, inputs, expected, variants, {"h1": "a hint"}, data_dir=str(tmp_path),
+                           traces=[({"lines": 3}, np.arange(3.0)), None])
+    with open(path, "rb") as f:
+        read = data._read(f.read())
+    assert read.configs == configs
+    assert all(_same(read.inputs[k]["x"], inputs[k]["x"]) and _same(read.expected[k]["y"], expected[k]["y"])
+               for k in range(2))
+    [(text, array)] = list(read.variants[0]["y"])
+    assert text == "a hint" and _same(array, np.eye(2) * 2) and read.variants[1] == {}
+    assert read.traces[0][0] == {"lines": 3} and _same(read.traces[0][1], np.arange(3.0)) and read.traces[1] is None
