@@ -8,8 +8,11 @@ correct part beside it can miss its limit having run for a fraction of it.
 So when a part runs out of time, the grader reads, before killing it, how long its processes ran on a CPU
 and how long they waited, ready to run, for one (``/proc/PID/task/TID/schedstat``: the kernel's run time
 and run-queue delay of each thread, in ns). A part whose processes together ran for less than half its time
-and waited, ready to run, for more than half was *starved*: ``grade`` grades it again once its other parts
-are done, alone (``Gate.alone``: in a batch, while no other submission runs), and that result stands. A part
+and waited, ready to run, for more than half was *starved* (the children of the same submission's other
+parts running beside it count as its own: the submission is the unit of fairness, and a part kept waiting
+by its siblings' busy processes, or by a sibling that is merely slow, was kept waiting by its own code):
+``grade`` grades it again once its other parts are done, alone (``Gate.alone``: in a batch, while no other
+submission runs), and that result stands. A part
 that ran for much of its time (an endless loop, or many busy processes of its own) or slept (waiting on
 nothing the grader gives) was not starved: its timeout stands at once, and costs no one else any time.
 
