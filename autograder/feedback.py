@@ -14,6 +14,8 @@ and the student's line it was raised at.
 """
 import re
 
+import numpy as np
+
 from autograder import compare, places, untrusted
 from autograder.driver import PROVIDED_FILES, PROVIDED_FUNCTIONS     # plain tables; imported now, never after
                                                                     # student code has run (it may edit the file)
@@ -156,7 +158,7 @@ def judge_case(k, config, expected, variants, report, arrays, verbose=False):
                                   steps=config["steps"] if name in stepped else None, sequence=sequence,
                                   label=label(name, config))
         if not verdict.passed:
-            failures.append(verdict.message)
+            failures.append(_as_paths(name, arrays.get(name), reference, config) or verdict.message)
             hints += verdict.hints
             wrong.append((label(name, config), arrays.get(name), reference))
     if not failures:
@@ -171,6 +173,31 @@ def judge_case(k, config, expected, variants, report, arrays, verbose=False):
     first = first if len(first) <= 100 else first[:99] + "…"
     others = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
     return CaseVerdict(False, header, lines, f"{header}: {first}{others}", hints, wrong)
+
+
+PATHS = ("decoded_path", "best_path")           # decoded strings, which the child sends as symbol indices
+
+
+def _as_paths(name, actual, expected, config):
+    """For a decoded path that differs, both as the strings they are: 'got "abcb", expected "abc"' (None for
+    any other array, or one that is not the driver's encoding of a string of the right length)."""
+    if name not in PATHS or not isinstance(actual, np.ndarray) or actual.dtype != expected.dtype \
+            or actual.shape != expected.shape or actual.ndim != 1:
+        return None
+    symbols = config.get("symbol_set") or []
+    return f'{name}: got "{_path_text(actual, symbols)}", expected "{_path_text(expected, symbols)}"'
+
+
+def _path_text(codes, symbols):
+    """The string a decoded path encodes (``driver._encode_path``: symbol k as k + 1, 0 after its end, -1 for a
+    character that is no symbol), each character that is no symbol of ``symbols`` shown as '?'."""
+    text = []
+    for code in codes.tolist():
+        if code == 0:
+            break
+        text.append(symbols[code - 1] if 0 < code <= len(symbols) and isinstance(symbols[code - 1], str)
+                    and len(symbols[code - 1]) == 1 and symbols[code - 1].isprintable() else "?")
+    return "".join(text)
 
 
 def _placed(hint, found):

@@ -255,3 +255,27 @@ def test_progress_lines_come_in_part_order_whatever_order_parts_finish_in():
         progress(type("R", (), {"part": part, "score": 0, "status": "failed"})())
     lines = stream.getvalue().splitlines()
     assert [line.split()[:2] for line in lines] == [[f"[{k + 1}/4]", p.number] for k, p in enumerate(parts)]
+
+
+def test_a_wrong_decoded_path_is_shown_as_the_two_strings(tmp_path):
+    """A greedy decoder that drops the blanks before merging repeats: the first failing case shows the path it
+    returned and the expected one as strings (computed here afresh from the case's y_probs), not as the symbol
+    indices the child sends, and the mistake's hint is still given."""
+    mistake = next(m for m in mistakes.CATALOGUE if m.id == "ctc-greedy-drops-blanks-first")
+    sub = make_submission(tmp_path / "sub", [(mistake.path, mistake.old, mistake.new)])
+    proc = run_cli(["8.7", "--submission", sub, "--json", str(tmp_path / "r.json")])
+    assert proc.returncode == 0, proc.stderr
+    stored = data.load_part("8.7")
+    for k, (config, inputs) in enumerate(zip(stored.configs, stored.inputs)):
+        best = inputs["y_probs"][..., 0].argmax(axis=0) if inputs["y_probs"].ndim == 3 else \
+            inputs["y_probs"].argmax(axis=0)
+        merged = [c for t, c in enumerate(best) if t == 0 or c != best[t - 1]]
+        right = "".join(config["symbol_set"][c - 1] for c in merged if c != 0)
+        kept = [c for c in best if c != 0]
+        wrong = "".join(config["symbol_set"][c - 1] for t, c in enumerate(kept) if t == 0 or c != kept[t - 1])
+        if right != wrong:
+            break
+    shown = " ".join(proc.stdout.split())
+    assert f'case {k + 1} (' in shown and f'decoded_path: got "{wrong}", expected "{right}"' in shown, proc.stdout
+    assert "values differ" not in shown.split(f"case {k + 1} (")[1].split("case ")[0]
+    assert " ".join(mistake.hint.split())[:40] in shown
