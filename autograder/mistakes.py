@@ -63,6 +63,8 @@ LSTM_NO_TANH = ("these values are what h' = o ⊙ c' would give: the output squa
                 "h' = o ⊙ tanh(c')")
 LSTM_NO_C_PATH = ("these gradients are what dropping the path from h' to c' would give: c' reaches the loss "
                   "directly (dc') and through h' = o ⊙ tanh(c'), so dc' += dh' ⊙ o ⊙ (1 − tanh²(c'))")
+GRU_GATE_ORDER = ("these values are what r and z read from each other's rows would give: torch.nn.GRUCell stacks "
+                  "the rows of weight_ih and weight_hh (and of their biases) as r, z, n: reset, update, new")
 LSTM_GATE_ORDER = ("these values are what the gates read in another order would give: torch.nn.LSTMCell stacks "
                    "them i, f, g, o (rows 0:H, H:2H, 2H:3H, 3H:4H of the weights), the same order in forward "
                    "and in the gradient")
@@ -150,6 +152,8 @@ CATALOGUE = (
             ("2.1", "2.2", "6.2"), MATMUL),
     Mistake("gru-b-hn-outside-r", GRU, "n = np.tanh(gx[:, 2 * H:] + r * g_n)",
             'n = np.tanh(gx[:, 2 * H:] + r * (g_n - b_hh[2 * H:]) + b_hh[2 * H:])', ("2.1", "2.2", "6.2")),
+    Mistake("gru-rz-swapped", GRU, "r, z = rz[:, :H], rz[:, H:]", "z, r = rz[:, :H], rz[:, H:]", ("2.1", "2.2", "6.2"),
+            GRU_GATE_ORDER, variant=True),
     Mistake("gru-z-reads-r-chunk", GRU, "r, z = rz[:, :H], rz[:, H:]", "r, z = rz[:, :H], rz[:, :H]",
             ("2.1", "2.2", "6.2")),
     Mistake("gru-gate-grads-out-of-order", GRU, "dA_x = np.concatenate([da_r, da_z, da_n], axis=1)",
