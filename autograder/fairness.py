@@ -8,11 +8,13 @@ correct part beside it can miss its limit having run for a fraction of it.
 So when a part runs out of time, the grader reads, before killing it, how long its processes ran on a CPU
 and how long they waited, ready to run, for one (``/proc/PID/task/TID/schedstat``: the kernel's run time
 and run-queue delay of each thread, in ns). A part whose processes together ran for less than half its time
-and waited, ready to run, for more than half was *starved* (the children of the same submission's other
-parts running beside it count as its own: the submission is the unit of fairness, and a part kept waiting
-by its siblings' busy processes, or by a sibling that is merely slow, was kept waiting by its own code):
-``grade`` grades it again once its other parts are done, alone (``Gate.alone``: in a batch, while no other
-submission runs), and that result stands. A part
+and waited, ready to run, for more than half was *starved*: ``grade`` grades it again once its other parts
+are done, alone (``Gate.alone``: in a batch, while no other submission runs), and that result stands. Each
+part is judged on its own processes, also beside its submission's other parts (a grade and a batch run
+several of one submission at once): counting those as its own would let the threshold, meant for one part,
+be met by two that each got a quarter of a CPU, and another submission could then starve a correct part
+unseen; a part kept waiting by its own siblings is graded again alone like any other, within the bound
+below. A part
 that ran for much of its time (an endless loop, or many busy processes of its own) or slept (waiting on
 nothing the grader gives) was not starved: its timeout stands at once, and costs no one else any time.
 
@@ -44,12 +46,10 @@ def run_and_wait(pids):
     return ran / 1e9, waited / 1e9
 
 
-def starved(pid, seconds, siblings=()):
+def starved(pid, seconds):
     """Whether the process tree of ``pid`` (a part's child, still alive, that ran out of its ``seconds``) was
-    starved: together, its processes ran for less than half that time and waited for a CPU for more than half.
-    ``siblings``: the children of the same submission's other parts running now, whose trees count as its
-    own: a part kept waiting by busy processes of its own submission was not starved by anyone else."""
-    ran, waited = run_and_wait(set().union(*(reaper.tree(p) for p in {pid, *siblings})))
+    starved: together, its processes ran for less than half that time and waited for a CPU for more than half."""
+    ran, waited = run_and_wait(reaper.tree(pid))
     return ran < seconds / 2 < waited
 
 

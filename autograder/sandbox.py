@@ -418,7 +418,7 @@ def _run_child(root, configs, inputs_list, timeout, memory_mb, user, python, zyg
     request = request_bytes(configs, inputs_list)
     work = tempfile.mkdtemp(prefix="mytorch-work-")      # 0700: under --run-as, its user's alone
     _work_dirs.add(work)
-    fds, proc = [], None
+    fds = []
     group = cgroups.make(memory_mb)                    # None where memory cgroups cannot be had
     _starting(user)
     try:
@@ -434,8 +434,6 @@ def _run_child(root, configs, inputs_list, timeout, memory_mb, user, python, zyg
             if proc is None:
                 proc = _start(python or sys.executable, root, work, [req_r, resp_w], memory_mb, timeout, start, user,
                               out_w, group)
-            elif zygote is not None:
-                zygote.running.add(proc.pid)
         except (OSError, subprocess.SubprocessError) as error:
             who = f" as user {user.pw_name}" if user is not None else ""
             return Outcome(failure=f"could not be run: the grader failed to start Python{who} ({error})")
@@ -461,8 +459,7 @@ def _run_child(root, configs, inputs_list, timeout, memory_mb, user, python, zyg
             if pipes.output_total > OUTPUT_LIMIT:
                 flooded = True
                 break
-        siblings = zygote.running - {proc.pid} if zygote is not None else ()     # the submission's other parts
-        starved = timed_out and fairness.starved(proc.pid, timeout, siblings)    # read before it is killed
+        starved = timed_out and fairness.starved(proc.pid, timeout)     # read before it is killed
         lost = getattr(proc, "lost", False)            # its zygote died under it (so no one reaped it)
         if lost:
             proc.returncode = None                     # kill it with its tree (if its pid is still its own)
@@ -485,8 +482,6 @@ def _run_child(root, configs, inputs_list, timeout, memory_mb, user, python, zyg
         for fd in fds:
             with contextlib.suppress(OSError):
                 os.close(fd)
-        if zygote is not None and proc is not None:
-            zygote.running.discard(proc.pid)
         _ended(user)
         cgroups.remove_soon(group)                     # its processes are gone
         tree.remove(work)

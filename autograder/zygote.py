@@ -564,7 +564,6 @@ class Zygote:
         self.python = python or sys.executable
         self.note = note or (lambda text: print(f"note: {text}", file=sys.stderr, flush=True))
         self.lock = threading.Lock()
-        self.running = set()             # pids of its children running now (``sandbox`` keeps it)
         self.template = template
         self.restarts, self.current = 0, _Generation(self.python, template)
 

@@ -158,8 +158,9 @@ HONEST = ("        import os, time\n        if not getattr(os, 'worked', 0):\n  
 
 def test_a_submission_starved_by_another_is_graded_again_alone_and_the_starver_is_not(tmp_path):
     """The whole batch runs on one CPU (its children inherit it), so the busy processes starve the honest
-    parts that run beside them. Every starved part of alice is graded again alone and passes; mallory's parts
-    ran out of time busy with their own processes, and are not graded again."""
+    parts that run beside them. Every starved part of alice is graded again alone and passes. Mallory's parts
+    ran out of time busy with their own processes; the two of them run at once, so one may read as starved by
+    the other's, and mallory is then graded again alone for one part limit at most (``ALONE_LIMITS``)."""
     grader = make_grader_copy(tmp_path / "grader", COURSE)
     subs = tmp_path / "subs"
     make_submission(subs / "mallory", [("nn/gru_cell.py", FORWARD, FORWARD + STARVER)])
@@ -173,9 +174,11 @@ def test_a_submission_starved_by_another_is_graded_again_alone_and_the_starver_i
         totals = {row["submission"]: float(row["total"]) for row in csv.DictReader(f)}
     assert totals == {"alice": 12.0, "mallory": 0.0}, proc.stderr
     notes = [line for line in proc.stderr.splitlines() if "graded again alone" in line]
-    assert notes and all(line.startswith("note: alice: part 2.") for line in notes), proc.stderr
-    assert notes[0].startswith("note: alice: part 2.") and notes[0].endswith(
-        " timed out starved of CPU; graded again alone") and all(len(line) <= 80 for line in notes)
+    alice = [line for line in notes if line.startswith("note: alice: part 2.")]
+    assert alice and alice[0].endswith(" timed out starved of CPU; graded again alone"), proc.stderr
+    assert len(notes) - len(alice) <= fairness.ALONE_LIMITS, proc.stderr      # mallory's, within the bound
+    assert all(line.startswith(("note: alice: part 2.", "note: mallory: part 2.")) and len(line) <= 80
+               for line in notes), proc.stderr
 
 
 ENDLESS = "        while True:\n            pass\n"
@@ -185,7 +188,7 @@ def test_a_submission_is_graded_again_alone_for_one_part_limit_at_most(tmp_path,
     """Processes that ended are not in the reading, so a part can look starved when its own short-lived
     processes kept it waiting: every starved part is graded again alone only until the submission has spent
     one part limit so; past it the timeout stands. (Here every timeout reads as starved.)"""
-    monkeypatch.setattr(fairness, "starved", lambda pid, seconds, siblings=(): True)
+    monkeypatch.setattr(fairness, "starved", lambda pid, seconds: True)
     sub = make_submission(tmp_path / "sub", [("nn/gru_cell.py", FORWARD, FORWARD + ENDLESS)])
     parts = [spec.PARTS_BY_NUMBER["2.1"], spec.PARTS_BY_NUMBER["2.2"]]
     shown = []
@@ -237,3 +240,34 @@ def test_a_starved_part_graded_again_alone_is_judged_on_that_grade(tmp_path, mon
     monkeypatch.setattr(sandbox, "run_child", timed_out_once)
     results = grade.grade(REPO, [spec.PARTS_BY_NUMBER["2.1"], spec.PARTS_BY_NUMBER["2.2"]], jobs=2)
     assert first and [(r.status, r.alone) for r in results] == [("passed", False), ("passed", True)]
+
+
+# one busy process in a session of its own, started by whichever of mallory's parts gets there first (the
+# other finds the flag file taken): a third of the one CPU is left to each of alice's two parts
+ONE_STARVER = ("        import os, time\n        try:\n            os.close(os.open(FLAG, os.O_CREAT | os.O_EXCL))\n"
+               "        except OSError:\n            pass\n        else:\n            if os.fork() == 0:\n"
+               "                os.setsid()\n                while True:\n                    pass\n"
+               "        time.sleep(60)\n")
+# a correct submission whose first forward call of each part needs 1.8 s of CPU: with a third of the CPU it
+# runs out of its 4 s, and alone it passes
+SLOW_HONEST = HONEST.replace("< 0.3", "< 1.8")
+
+
+def test_a_part_starved_by_another_submissions_busy_process_is_graded_again_though_its_sibling_ran_too(tmp_path):
+    """Alice's two parts run at once, each getting a third of the one CPU beside mallory's one busy process:
+    each part is judged on its own processes, so both were starved and pass graded again alone. (Counting a
+    part's running siblings as its own meets the one-part threshold with the two thirds, and alice's timeouts
+    stood.)"""
+    grader = make_grader_copy(tmp_path / "grader", COURSE)
+    subs = tmp_path / "subs"
+    starver = ONE_STARVER.replace("FLAG", repr(str(tmp_path / "started")))
+    make_submission(subs / "mallory", [("nn/gru_cell.py", FORWARD, FORWARD + starver)])
+    make_submission(subs / "alice", [("nn/gru_cell.py", FORWARD, FORWARD + SLOW_HONEST)])
+    cpu = min(os.sched_getaffinity(0))
+    proc = subprocess.run([sys.executable, "-m", "autograder", "batch", str(subs), "--jobs", "2", "--timeout", TIMEOUT],
+                          cwd=grader, env=dict(os.environ, PYTHONPATH=""), capture_output=True, text=True, timeout=300,
+                          preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
+    assert proc.returncode == 0, proc.stderr
+    with open(subs / "grading" / "scores.csv", newline="") as f:
+        totals = {row["submission"]: float(row["total"]) for row in csv.DictReader(f)}
+    assert totals == {"alice": 12.0, "mallory": 0.0}, proc.stderr
