@@ -248,7 +248,7 @@ def merge_hints(hints):
     return out
 
 
-DUMP_FRAME = re.compile(r'File "[^"\n]*?/(mytorch/[^"\n]{1,200})", line (\d{1,7}) in (\w{1,100})')
+DUMP_FRAME = re.compile(r'File "[^"\n]*?/(mytorch/[^"\n]{1,200})", line (\d{1,7}) in (\w{1,100}|<module>)')
 # where a dump begins: its header, or (in a tail cut inside one, maybe inside a line) a frame line as
 # faulthandler writes it, which has no comma before "in" (a Python traceback's has)
 DUMP_START = re.compile(r'^(Thread 0x[0-9a-f]+|Current thread 0x[0-9a-f]+|Timeout \(\d|.*", line \d+ in \S+$)',

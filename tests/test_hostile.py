@@ -197,3 +197,30 @@ def test_a_part_is_held_to_its_memory_limit_across_all_its_processes(grader, tmp
     assert proc.returncode == 0 and "Traceback" not in proc.stdout + proc.stderr, proc.stderr
     output = check_gradescope(load_results(results_path))["2.1"]["output"]
     assert "children killed: 1 of 3" in output or "children killed: 2 of 3" in output, output
+
+
+TOP_OF_RNN_CELL = ("nn/rnn_cell.py", "from mytorch.nn.cell import Cache, RecurrentCell\n")
+
+
+def test_what_a_files_top_level_warns_of_costs_no_case(grader, tmp_path):
+    """A cell's file is loaded when first used; the grader loads the files a part uses before its first case, so
+    an overflow in a constant at the top of the file is no case's warning (its cases' values are right)."""
+    edit = (*TOP_OF_RNN_CELL, TOP_OF_RNN_CELL[1] + "_HUGE = float(np.exp(np.float64(800.0)))\n")
+    sub = make_submission(tmp_path / "sub", [edit])
+    proc = run_cli(["1.1", "6.1", "--submission", sub, "--json", str(tmp_path / "r.json")], cwd=grader)
+    assert proc.returncode == 0, proc.stderr
+    tests = check_gradescope(load_results(tmp_path / "r.json"))
+    for number in ("1.1", "6.1"):
+        assert tests[number]["score"] == tests[number]["max_score"], tests[number]["output"]
+
+
+def test_an_endless_loop_at_the_top_of_a_file_is_located_at_its_line(grader, tmp_path):
+    """A loop in a file's own top level, run when the part loads the file: the report names that line."""
+    edit = (*TOP_OF_RNN_CELL, TOP_OF_RNN_CELL[1] + "_n = 0\nwhile True:\n    _n += 1\n")
+    sub = make_submission(tmp_path / "sub", [edit])
+    line = open(os.path.join(sub, "mytorch", "nn", "rnn_cell.py")).read().split("\n").index("    _n += 1") + 1
+    proc = run_cli(["1.1", "--submission", sub, "--timeout", "3", "--json", str(tmp_path / "r.json")], cwd=grader)
+    assert proc.returncode == 0, proc.stderr
+    output = " ".join(check_gradescope(load_results(tmp_path / "r.json"))["1.1"]["output"].split())
+    assert f"mytorch/nn/rnn_cell.py:{line} in <module>" in output or \
+        f"mytorch/nn/rnn_cell.py:{line - 1} in <module>" in output, output
