@@ -268,20 +268,47 @@ def _clear_keys(keyctl):
 
 
 def kill_user(user):
-    """Kill every process of ``user`` (a pwd entry), then empty the keyrings of its uid (``_clear_keys``): a
-    short-lived helper takes that uid, kills -1 and then clears the keyrings. On Linux kill(-1) signals every
-    process the caller may signal but the caller itself, so the helper goes on to the keyrings while every
-    other process of the user holds a pending SIGKILL, and none of them returns to its code to see them."""
+    """Kill every process of ``user`` (a pwd entry), then empty the keyrings of its uid (``_clear_keys``).
+
+    First as root, each process whose real uid is the user's (``_kill_as_root``): one that does not fork is then
+    gone before anything of the grader runs as the user, so it never sees (or stops, or traces) the helper
+    that follows. Then a short-lived helper takes that uid, kills -1 and clears the keyrings: kill(-1) reaches
+    in one call what forked meanwhile, and on Linux spares the caller, which goes on to the keyrings while
+    every other process of the user holds a pending SIGKILL and none of them returns to its code."""
     if user is None or user.pw_uid == 0:
         return
+    _kill_as_root(user.pw_uid)
     keyctl = ipc.keyctl_call()
 
     def kill_then_clear():
-        with contextlib.suppress(ProcessLookupError):     # none left to signal
+        try:
             os.kill(-1, signal.SIGKILL)
+        except ProcessLookupError:                    # none left to signal
+            pass
         _clear_keys(keyctl)
     as_user(user, kill_then_clear)
     end_orphans()
+
+
+def _kill_as_root(uid):
+    """SIGKILL every process whose real uid is ``uid``."""
+    for name in os.listdir("/proc"):
+        if name.isdigit() and real_uid(name) == uid:
+            with contextlib.suppress(OSError):
+                os.kill(int(name), signal.SIGKILL)
+
+
+def real_uid(pid):
+    """The real uid of process ``pid`` (from its status: a non-dumpable process's /proc entries belong to root,
+    and the folder's owner is its effective uid), or None if it is gone."""
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        fd = os.open(f"/proc/{pid}/status", os.O_RDONLY)  # one read, no file object: it is called per process
+        try:
+            status = os.read(fd, 4096)
+        finally:
+            os.close(fd)
+        return int(status[status.index(b"\nUid:") + 5:].split(None, 1)[0])
+    return None
 
 
 def as_user(user, action):

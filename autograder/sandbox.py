@@ -99,25 +99,12 @@ def _hidden_from(user):
     return list(_hidden) if user is not None else []
 
 
-def real_uid(pid):
-    """The real uid of process ``pid`` (from its status: a non-dumpable process's /proc entry belongs to
-    root whoever runs it), or None if it is gone."""
-    with contextlib.suppress(OSError, ValueError, IndexError):
-        fd = os.open(f"/proc/{pid}/status", os.O_RDONLY)  # one read, no file object: it is called per process
-        try:
-            status = os.read(fd, 4096)
-        finally:
-            os.close(fd)
-        return int(status[status.index(b"\nUid:") + 5:].split(None, 1)[0])
-    return None
-
-
 def _tasks_of(uid):
     """How many tasks (processes and threads) ``uid`` runs now: what RLIMIT_NPROC counts."""
     count = 0
     for name in os.listdir("/proc"):
         with contextlib.suppress(OSError):
-            if name.isdigit() and real_uid(name) == uid:
+            if name.isdigit() and reaper.real_uid(name) == uid:
                 count += len(os.listdir(f"/proc/{name}/task"))
     return count
 
