@@ -19,7 +19,7 @@ import tempfile
 import pytest
 
 import autograder
-from autograder import ipc, mistakes, reaper, spec
+from autograder import ipc, mistakes, reaper, spec, tree
 from tests import securitykit as kit
 from tests.graderkit import (REPO, TWO_SECTIONS, at_top_of_forward, check_gradescope, make_grader_copy,
                              make_submission)
@@ -445,7 +445,9 @@ def test_clear_user_removes_what_it_left_in_every_folder_any_user_may_write(sand
             assert os.path.realpath(known) in tops, (known, tops)
     planted, kept, nested = [], [], []
     for top in tops:
-        inner = tempfile.mkdtemp(dir=top, prefix="mytorch-shared-")     # root's, and anyone's to write in
+        # root's, and anyone's to write in (so not named mytorch-*, which an attack run beside it fills with
+        # folders thousands deep)
+        inner = tempfile.mkdtemp(dir=top, prefix="clear-user-shared-")
         os.chmod(inner, 0o1777)
         nested.append(inner)
         for folder in (top, inner):
@@ -465,7 +467,7 @@ def test_clear_user_removes_what_it_left_in_every_folder_any_user_may_write(sand
             with contextlib.suppress(OSError):
                 os.remove(path) if os.path.isfile(path) else shutil.rmtree(path)
         for inner in nested:
-            shutil.rmtree(inner, ignore_errors=True)
+            tree.remove(inner)                              # however deep what was written there
 
 
 # every work folder it can find and its own, /tmp, and IPC: what two submissions run as one user could do
