@@ -156,22 +156,28 @@ HONEST = ("        import os, time\n        if not getattr(os, 'worked', 0):\n  
           "                pass\n")
 
 
-def test_a_submission_starved_by_another_is_graded_again_alone_and_the_starver_is_not(tmp_path):
-    """The whole batch runs on one CPU (its children inherit it), so the busy processes starve the honest
-    parts that run beside them. Every starved part of alice is graded again alone and passes. Mallory's parts
-    ran out of time busy with their own processes; the two of them run at once, so one may read as starved by
-    the other's, and mallory is then graded again alone for one part limit at most (``ALONE_LIMITS``)."""
+def _on_one_cpu(tmp_path, mallory, alice):
+    """A batch of mallory and alice (``mallory``, ``alice``: code put at the top of GRUCell.forward) whose
+    every process runs on one CPU: ``(the finished process, {submission: total})``."""
     grader = make_grader_copy(tmp_path / "grader", COURSE)
     subs = tmp_path / "subs"
-    make_submission(subs / "mallory", [("nn/gru_cell.py", FORWARD, FORWARD + STARVER)])
-    make_submission(subs / "alice", [("nn/gru_cell.py", FORWARD, FORWARD + HONEST)])
+    make_submission(subs / "mallory", [("nn/gru_cell.py", FORWARD, FORWARD + mallory)])
+    make_submission(subs / "alice", [("nn/gru_cell.py", FORWARD, FORWARD + alice)])
     cpu = min(os.sched_getaffinity(0))
     proc = subprocess.run([sys.executable, "-m", "autograder", "batch", str(subs), "--jobs", "2", "--timeout", TIMEOUT],
                           cwd=grader, env=dict(os.environ, PYTHONPATH=""), capture_output=True, text=True, timeout=300,
                           preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
     assert proc.returncode == 0, proc.stderr
     with open(subs / "grading" / "scores.csv", newline="") as f:
-        totals = {row["submission"]: float(row["total"]) for row in csv.DictReader(f)}
+        return proc, {row["submission"]: float(row["total"]) for row in csv.DictReader(f)}
+
+
+def test_a_submission_starved_by_another_is_graded_again_alone_and_the_starver_is_not(tmp_path):
+    """The whole batch runs on one CPU (its children inherit it), so the busy processes starve the honest
+    parts that run beside them. Every starved part of alice is graded again alone and passes. Mallory's parts
+    ran out of time busy with their own processes; the two of them run at once, so one may read as starved by
+    the other's, and mallory is then graded again alone for one part limit at most (``ALONE_LIMITS``)."""
+    proc, totals = _on_one_cpu(tmp_path, STARVER, HONEST)
     assert totals == {"alice": 12.0, "mallory": 0.0}, proc.stderr
     notes = [line for line in proc.stderr.splitlines() if "graded again alone" in line]
     alice = [line for line in notes if line.startswith("note: alice: part 2.")]
@@ -258,16 +264,5 @@ def test_a_part_starved_by_another_submissions_busy_process_is_graded_again_thou
     each part is judged on its own processes, so both were starved and pass graded again alone. (Counting a
     part's running siblings as its own meets the one-part threshold with the two thirds, and alice's timeouts
     stood.)"""
-    grader = make_grader_copy(tmp_path / "grader", COURSE)
-    subs = tmp_path / "subs"
-    starver = ONE_STARVER.replace("FLAG", repr(str(tmp_path / "started")))
-    make_submission(subs / "mallory", [("nn/gru_cell.py", FORWARD, FORWARD + starver)])
-    make_submission(subs / "alice", [("nn/gru_cell.py", FORWARD, FORWARD + SLOW_HONEST)])
-    cpu = min(os.sched_getaffinity(0))
-    proc = subprocess.run([sys.executable, "-m", "autograder", "batch", str(subs), "--jobs", "2", "--timeout", TIMEOUT],
-                          cwd=grader, env=dict(os.environ, PYTHONPATH=""), capture_output=True, text=True, timeout=300,
-                          preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
-    assert proc.returncode == 0, proc.stderr
-    with open(subs / "grading" / "scores.csv", newline="") as f:
-        totals = {row["submission"]: float(row["total"]) for row in csv.DictReader(f)}
+    proc, totals = _on_one_cpu(tmp_path, ONE_STARVER.replace("FLAG", repr(str(tmp_path / "started"))), SLOW_HONEST)
     assert totals == {"alice": 12.0, "mallory": 0.0}, proc.stderr
