@@ -14,6 +14,7 @@ import contextlib
 import ctypes
 import os
 import resource
+import select
 import shutil
 import signal
 import subprocess
@@ -25,6 +26,7 @@ from autograder import ipc
 
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
+AS_USER_SECONDS = 30.0           # a helper run as a sandbox user that has not answered by then is killed
 _lock = threading.Lock()            # held while starting a process and while sweeping orphans
 _ours = {}                          # {pid: Popen} of the processes this module started and has not reaped yet
 _subreaper = None
@@ -311,11 +313,12 @@ def real_uid(pid):
     return None
 
 
-def as_user(user, action):
+def as_user(user, action, seconds=AS_USER_SECONDS):
     """``action()`` in a short-lived child that has become ``user`` (a pwd entry, no supplementary groups, as a
-    grading child does): the bytes it returned (b"" for None), or None if it raised or was killed. Forked
-    under the lock, so that no sweep takes it for an orphan; ``action`` should make system calls alone (this
-    process has threads)."""
+    grading child does): the bytes it returned (b"" for None), or None if it raised, was killed, or had not
+    answered after ``seconds`` (a process of the user may stop it with SIGSTOP once it has the user's uid: it is
+    then killed, and the grader goes on). Forked under the lock, so that no sweep takes it for an orphan;
+    ``action`` should make system calls alone (this process has threads)."""
     read_end, write_end = os.pipe()
     status = None
     with _lock:
@@ -332,8 +335,16 @@ def as_user(user, action):
             finally:
                 os._exit(code)
         os.close(write_end)
-        with os.fdopen(read_end, "rb") as answer:
-            said = answer.read()
+        said, deadline = b"", time.monotonic() + seconds
+        with os.fdopen(read_end, "rb", buffering=0) as answer:
+            while select.select([answer], [], [], max(0.0, deadline - time.monotonic()))[0]:
+                chunk = answer.read(1 << 16)
+                if not chunk:
+                    break
+                said += chunk
+            else:                                     # no answer in time: stopped, or stuck
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
         with contextlib.suppress(ChildProcessError):
             status = os.waitpid(pid, 0)[1]
     return said if status == 0 else None

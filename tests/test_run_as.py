@@ -11,10 +11,12 @@ import pwd
 import re
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import sysconfig
 import tempfile
+import time
 
 import pytest
 
@@ -1021,3 +1023,19 @@ def test_a_child_has_a_session_keyring_of_its_own(sandbox_user, zygote):
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "all 6 cases: ValueError: keys in the session keyring: 1" in proc.stdout, proc.stdout
+
+
+def test_a_helper_stopped_as_the_user_is_killed_and_the_grader_goes_on(sandbox_user):
+    """A helper the grader forks as the sandbox user (to kill its processes, to ask what it may read) can be
+    stopped by any process of that user once it has taken the uid: it is killed after its deadline, and the
+    grader is told it failed instead of waiting for ever."""
+    make_user, _, _ = sandbox_user
+    user = make_user()
+
+    def stop_myself():
+        os.kill(os.getpid(), signal.SIGSTOP)
+        return b"never"
+    start = time.monotonic()
+    said = reaper.as_user(user, stop_myself, seconds=1.0)
+    assert said is None and 1.0 <= time.monotonic() - start < 10
+    assert reaper.as_user(user, lambda: b"fine", seconds=5.0) == b"fine"
