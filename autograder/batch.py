@@ -95,7 +95,7 @@ def parts_at_once(jobs, at_once):
     at least two. With one, a submission's slot idles while its child starts and ends (forked, joining its
     cgroup, its namespaces torn down) and while the grader judges it and starts the next: a batch of 20 with
     ``--jobs 2`` kept the cores 76% busy, against 89% with two (8.8 s against 10.0 s, 10.3 s against 11.4 s,
-    alternating). So up to ``2 * at_once`` children run at once, each within its own limits."""
+    alternating). So up to ``max(jobs, 2 * at_once)`` children run at once, each within its own limits."""
     return max(2, jobs // at_once)
 
 

@@ -135,10 +135,10 @@ def resolve_python(parser, path, users=(), later=False):
     references meanwhile); ``finish()`` waits for them, a usage error if one fails, and must return before
     anything runs as a sandbox user (``grade.grade(ready=)``). The grader's package, which the grade's zygote
     loads as root, and a ``--python``'s own checks (its files, every library it maps once NumPy is imported)
-    are done before this returns: ``main_grade`` starts that zygote at once, before the rest of its set-up. When student code runs another
-    Python, the grader's own is checked for what this process has loaded and may import (``interpreter.
-    own_exposed``): neither a grade nor a batch imports anything more of it as root later (batch draws its
-    histogram as SVG text, with no plotting library)."""
+    are done before this returns: ``main_grade`` starts that zygote at once, before the rest of its set-up.
+    When student code runs another Python, the grader's own is checked for what this process has loaded and
+    may import (``interpreter.own_exposed``): neither a grade nor a batch imports anything more of it as root
+    later (batch draws its histogram as SVG text, with no plotting library)."""
     if path is not None and not (os.path.isfile(path) and os.access(path, os.X_OK)):
         parser.error(f"--python: {path} is not an executable file")
     python = os.path.abspath(path) if path is not None else None

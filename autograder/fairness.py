@@ -14,9 +14,9 @@ part is judged on its own processes, also beside its submission's other parts (a
 several of one submission at once): counting those as its own would let the threshold, meant for one part,
 be met by two that each got a quarter of a CPU, and another submission could then starve a correct part
 unseen; a part kept waiting by its own siblings is graded again alone like any other, within the bound
-below. A part
-that ran for much of its time (an endless loop, or many busy processes of its own) or slept (waiting on
-nothing the grader gives) was not starved: its timeout stands at once, and costs no one else any time.
+below. A part that ran for much of its time (an endless loop, or many busy processes of its own) or slept
+(waiting on nothing the grader gives) was not starved: its timeout stands at once, and costs no one else any
+time.
 
 The reading cannot see processes that already ended: a part whose own short-lived processes keep its main
 one waiting looks starved. So a submission is graded again alone for at most ``ALONE_LIMITS`` part limits

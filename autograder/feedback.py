@@ -190,13 +190,12 @@ def _as_paths(name, actual, expected, config):
 
 def _path_text(codes, symbols):
     """The string a decoded path encodes (``driver._encode_path``: symbol k as k + 1, 0 after its end, -1 for a
-    character that is no symbol), each character that is no symbol of ``symbols`` shown as '?'."""
+    character that is no symbol; ``symbols``, the case's own, from the spec), any other code shown as '?'."""
     text = []
     for code in codes.tolist():
         if code == 0:
             break
-        text.append(symbols[code - 1] if 0 < code <= len(symbols) and isinstance(symbols[code - 1], str)
-                    and len(symbols[code - 1]) == 1 and symbols[code - 1].isprintable() else "?")
+        text.append(symbols[code - 1] if 0 < code <= len(symbols) else "?")
     return "".join(text)
 
 

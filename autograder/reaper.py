@@ -294,10 +294,14 @@ def kill_user(user):
 
 def _kill_as_root(uid):
     """SIGKILL every process whose real uid is ``uid``."""
-    for name in os.listdir("/proc"):
-        if name.isdigit() and real_uid(name) == uid:
-            with contextlib.suppress(OSError):
-                os.kill(int(name), signal.SIGKILL)
+    for pid in processes_of(uid):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def processes_of(uid):
+    """The pids of the processes whose real uid is ``uid`` now."""
+    return [int(name) for name in os.listdir("/proc") if name.isdigit() and real_uid(name) == uid]
 
 
 def real_uid(pid):

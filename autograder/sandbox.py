@@ -102,10 +102,9 @@ def _hidden_from(user):
 def _tasks_of(uid):
     """How many tasks (processes and threads) ``uid`` runs now: what RLIMIT_NPROC counts."""
     count = 0
-    for name in os.listdir("/proc"):
+    for pid in reaper.processes_of(uid):
         with contextlib.suppress(OSError):
-            if name.isdigit() and reaper.real_uid(name) == uid:
-                count += len(os.listdir(f"/proc/{name}/task"))
+            count += len(os.listdir(f"/proc/{pid}/task"))
     return count
 
 
