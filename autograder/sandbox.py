@@ -327,6 +327,10 @@ def compiled(root, timeout=20.0, memory_mb=1024, user=None, zygote=None, known=N
 KNOWN_BYTES = 1 << 20           # the largest trusted source (or pyc of one) read here
 _compiled_here = {}             # sha256 of a trusted source -> the checked hash-based pyc of it
 _compiled_lock = threading.Lock()
+# pycs of trusted sources kept between runs, named by the sha256 of the source: in the grader's own bytecode
+# folder (hidden from every child under --run-as, as the grader's bytecode is), in a folder of the grader's
+# user alone. Whoever could write there could write the grader's own bytecode (which Python runs).
+KNOWN_CACHE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__", "known")
 
 
 def known_sources(checkout, user=None):
@@ -355,7 +359,7 @@ def known_sources(checkout, user=None):
                 with _compiled_lock:
                     if key not in _compiled_here:
                         path = os.path.normpath(os.path.join(package, rel, name))
-                        _compiled_here[key] = _compiled_pyc(path, source)
+                        _compiled_here[key] = _kept_pyc(key, source) or _keep_pyc(key, _compiled_pyc(path, source))
                 found["/".join(["mytorch"] + [p for p in rel.split(os.sep) if p != "."] + [name])] = \
                     _compiled_here[key]
     except (OSError, SyntaxError, ValueError, tree.TreeError):
@@ -371,6 +375,66 @@ def _read_regular(name, folder):
         if not stat.S_ISREG(info.st_mode) or info.st_size > KNOWN_BYTES:
             raise OSError(f"{name} is not a regular file of at most {KNOWN_BYTES} bytes")
         return f.read(KNOWN_BYTES)
+
+
+def _cache_folder(create=False):
+    """An fd of ``KNOWN_CACHE`` (made if ``create``) if it is a folder of this process's user that no one else
+    may write to or read from, else None."""
+    if sys.implementation.cache_tag is None:       # a Python that keeps no bytecode
+        return None
+    try:
+        if create:
+            os.makedirs(KNOWN_CACHE, mode=0o700, exist_ok=True)
+        fd = os.open(KNOWN_CACHE, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    info = os.fstat(fd)
+    if info.st_uid != os.geteuid() or info.st_mode & 0o077:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _cache_name(key):
+    return f"{key.hex()}.{sys.implementation.cache_tag}.pyc"
+
+
+def _kept_pyc(key, source):
+    """The pyc of ``source`` (sha256 ``key``) kept by an earlier run, if it is one: this Python's magic, a
+    checked hash-based pyc of those bytes, a code object; else None."""
+    import importlib.util
+    import marshal
+    folder = _cache_folder()
+    if folder is None:
+        return None
+    try:
+        pyc = _read_regular(_cache_name(key), folder)
+        code = marshal.loads(pyc[16:])
+    except (OSError, EOFError, ValueError, TypeError):
+        return None
+    finally:
+        os.close(folder)
+    header = importlib.util.MAGIC_NUMBER + (3).to_bytes(4, "little") + importlib.util.source_hash(source)
+    return pyc if pyc[:16] == header and type(code) is type(_kept_pyc.__code__) else None
+
+
+def _keep_pyc(key, pyc):
+    """``pyc`` (of the source of sha256 ``key``), kept for later runs where the cache folder can be had."""
+    folder = _cache_folder(create=True)
+    if folder is None:
+        return pyc
+    temporary = f".{_cache_name(key)}.{os.getpid()}.{threading.get_ident()}"
+    try:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=folder)
+        with os.fdopen(fd, "wb") as f:
+            f.write(pyc)
+        os.replace(temporary, _cache_name(key), src_dir_fd=folder, dst_dir_fd=folder)   # whole, or not at all
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary, dir_fd=folder)
+    finally:
+        os.close(folder)
+    return pyc
 
 
 def _compiled_pyc(path, source):

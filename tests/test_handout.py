@@ -51,10 +51,12 @@ def test_no_solution_line_reaches_the_handout(built):
     assert leaks.find_leaks(solutions, out) == []
     assert sorted(os.listdir(os.path.join(out, "notebooks"))) == sorted([os.path.basename(p) for p in NOTEBOOKS]
                                                                         + ["needs.py"])
-    for folder, _, names in os.walk(out):
+    for folder, dirs, names in os.walk(out):
         assert "generate.py" not in names and "mistakes.py" not in names and "tests" not in folder
+        assert "__pycache__" not in dirs and not any(n.endswith(".pyc") for n in names)    # the solution's pycs
     with zipfile.ZipFile(archive) as z:
         names = z.namelist()
+    assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
     assert "handout/mytorch/nn/gru_cell.py" in names and "handout/assignment/README.md" in names
     assert "handout/autograder/data/manifest.json" in names
 

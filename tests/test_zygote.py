@@ -465,6 +465,95 @@ def test_the_solutions_pycs_are_compiled_from_its_sources_never_taken_from_its_p
     assert "FROM_THE_PYC" not in marshal.loads(pyc[16:]).co_names
 
 
+def _solution_copy(tmp_path):
+    checkout = tmp_path / "checkout"
+    shutil.copytree(os.path.join(grade.instructor_checkout(), "mytorch"), checkout / "mytorch",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    return str(checkout)
+
+
+@pytest.fixture
+def known_cache(tmp_path, monkeypatch):
+    """The cache of the solution's pycs in a folder of the test's own, and nothing compiled yet in this process."""
+    folder = tmp_path / "grader-pycache" / "known"
+    monkeypatch.setattr(sandbox, "KNOWN_CACHE", str(folder))
+    monkeypatch.setattr(sandbox, "_compiled_here", {})
+    return folder
+
+
+def _compiles(monkeypatch):
+    """Counts the files ``known_sources`` compiles from here on."""
+    compiled, real = [], sandbox._compiled_pyc
+    monkeypatch.setattr(sandbox, "_compiled_pyc", lambda path, source: compiled.append(path) or real(path, source))
+    monkeypatch.setattr(sandbox, "_compiled_here", {})
+    return compiled
+
+
+def test_the_solutions_pycs_are_kept_for_the_next_run_which_compiles_nothing(tmp_path, monkeypatch, known_cache):
+    """Compiling the solution's files was a tenth of the CPU of a one-part grade: a run keeps their pycs in the
+    grader's own bytecode folder (a folder of its user alone), named by the sha256 of each source, and the next
+    run reads them instead."""
+    import hashlib
+    import stat
+    checkout = _solution_copy(tmp_path)
+    first = sandbox.known_sources(checkout)
+    sources = {hashlib.sha256((tmp_path / "checkout" / relative).read_bytes()).hexdigest(): pyc
+               for relative, pyc in first.items()}
+    assert len(first) > 20 and stat.S_IMODE(os.stat(known_cache).st_mode) == 0o700
+    kept = {name.split(".")[0]: (known_cache / name).read_bytes() for name in os.listdir(known_cache)}
+    assert kept == sources                                               # each source's pyc, under its digest
+    assert all(stat.S_IMODE(os.stat(known_cache / name).st_mode) == 0o600 for name in os.listdir(known_cache))
+    compiled = _compiles(monkeypatch)
+    assert sandbox.known_sources(checkout) == first and compiled == []
+
+
+def _damaged(pyc):
+    import importlib.util
+    return {"cut short": pyc[:40], "of other bytes": pyc[:8] + bytes(8) + pyc[16:],
+            "for another Python": bytes(4) + pyc[4:], "timestamp-based": pyc[:4] + bytes(4) + pyc[8:],
+            "not marshalled code": pyc[:16] + b"\xff not a code object", "empty": b"",
+            "marshalled, but not code": pyc[:16] + __import__("marshal").dumps([1, 2]),
+            "this Python's header alone": importlib.util.MAGIC_NUMBER + pyc[4:16]}
+
+
+@pytest.mark.parametrize("damage", list(_damaged(b"x" * 64)))
+def test_a_kept_pyc_is_taken_only_if_it_is_whole_and_of_those_bytes(tmp_path, monkeypatch, known_cache, damage):
+    """Anything else in its place (cut short by a full disk, of an older version of the file, for another
+    Python) is compiled again and kept anew."""
+    checkout = _solution_copy(tmp_path)
+    first = sandbox.known_sources(checkout)
+    name = next(n for n in os.listdir(known_cache) if (known_cache / n).read_bytes() == first["mytorch/functional.py"])
+    (known_cache / name).write_bytes(_damaged(first["mytorch/functional.py"])[damage])
+    compiled = _compiles(monkeypatch)
+    assert sandbox.known_sources(checkout) == first
+    assert [os.path.basename(p) for p in compiled] == ["functional.py"]
+    assert (known_cache / name).read_bytes() == first["mytorch/functional.py"]
+
+
+@pytest.mark.parametrize("kind", ["group-writable", "world-readable", "a link to a private folder", "another user's"])
+def test_a_cache_folder_others_could_write_or_read_is_neither_read_nor_written(tmp_path, monkeypatch, known_cache,
+                                                                                kind):
+    """Whoever could write the folder could lend a submission other code under the solution's name, and
+    whoever could read it could read the solution's code: such a folder is left alone, every file compiled."""
+    checkout = _solution_copy(tmp_path)
+    first = sandbox.known_sources(checkout)
+    if kind == "another user's" and os.geteuid() != 0:
+        pytest.skip("giving a folder to another user needs root")
+    if kind == "a link to a private folder":
+        os.rename(known_cache, tmp_path / "elsewhere")
+        os.symlink(tmp_path / "elsewhere", known_cache)
+    else:
+        {"group-writable": lambda: os.chmod(known_cache, 0o770), "world-readable": lambda: os.chmod(known_cache, 0o704),
+         "another user's": lambda: os.chown(known_cache, 64002, 64002)}[kind]()
+    listing = sorted(os.listdir(known_cache))
+    name = listing[0]
+    os.unlink(known_cache / name)
+    compiled = _compiles(monkeypatch)
+    assert sandbox.known_sources(checkout) == first
+    assert len(compiled) == len(first)                                   # none taken from the folder
+    assert sorted(os.listdir(known_cache)) == [n for n in listing if n != name]      # nor one written to it
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="giving files to other users needs root")
 def test_a_solution_the_sandbox_user_could_change_lends_no_pycs(tmp_path):
     import pwd
