@@ -5,6 +5,7 @@
                          [--run-as USER] [--python PATH]
 """
 import argparse
+import contextlib
 import concurrent.futures
 import errno
 import os
@@ -266,7 +267,11 @@ def instructor_places(solution, graded, python):
                 if entry.is_dir() and not any(interpreter.within(n, place) for n in needed):
                     places.append((place, f"a folder of the instructor's checkout {top}"))
     # of the grader's own package: its instructor-only modules, and the bytecode of every module (theirs
-    # included, whenever it is written: a child loads the grader's modules from their sources then)
+    # included, whenever it is written: a child loads the grader's modules from their sources then) with the
+    # solution's pycs the grade keeps there (sandbox.KNOWN_CACHE): the folder is made now if missing, so
+    # that it is hidden and checked even if only this run writes it
+    with contextlib.suppress(OSError):
+        sandbox.make_bytecode_folder(os.path.join(HERE, "__pycache__"))
     for name in (*autograder.INSTRUCTOR_ONLY, "__pycache__"):
         place = os.path.realpath(os.path.join(HERE, name))
         if os.path.exists(place):

@@ -379,20 +379,40 @@ def _read_regular(name, folder):
 
 def _cache_folder(create=False):
     """An fd of ``KNOWN_CACHE`` (made if ``create``) if it is a folder of this process's user that no one else
-    may write to or read from, else None."""
+    may read or write, in a bytecode folder of that user or root's that no one else may write; else None."""
     if sys.implementation.cache_tag is None:       # a Python that keeps no bytecode
         return None
+    bytecode, name = os.path.split(KNOWN_CACHE)
     try:
         if create:
-            os.makedirs(KNOWN_CACHE, mode=0o700, exist_ok=True)
-        fd = os.open(KNOWN_CACHE, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+            make_bytecode_folder(bytecode)
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(KNOWN_CACHE, 0o700)
+        parent = os.open(bytecode, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     except OSError:
         return None
+    try:
+        info = os.fstat(parent)
+        if info.st_uid not in (os.geteuid(), 0) or info.st_mode & 0o022:
+            return None
+        fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=parent)
+    except OSError:
+        return None
+    finally:
+        os.close(parent)
     info = os.fstat(fd)
     if info.st_uid != os.geteuid() or info.st_mode & 0o077:
         os.close(fd)
         return None
     return fd
+
+
+def make_bytecode_folder(folder):
+    """``folder`` (a ``__pycache__``) made if missing, writable by its owner alone whatever the umask (which
+    can only take bits away): made by Python under a umask of 0 it would be anyone's, and what is written
+    there is what Python runs."""
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(folder, 0o755)
 
 
 def _cache_name(key):
@@ -440,7 +460,7 @@ def _keep_pyc(key, pyc):
 def _compiled_pyc(path, source):
     import importlib._bootstrap_external as bootstrap
     import importlib.util
-    code = compile(source, path, "exec", dont_inherit=True)
+    code = compile(source, path, "exec", dont_inherit=True, optimize=0)     # as a child runs: asserts kept
     return bytes(bootstrap._code_to_hash_pyc(code, importlib.util.source_hash(source), checked=True))
 
 

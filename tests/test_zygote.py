@@ -507,6 +507,52 @@ def test_the_solutions_pycs_are_kept_for_the_next_run_which_compiles_nothing(tmp
     assert sandbox.known_sources(checkout) == first and compiled == []
 
 
+def test_the_cache_and_the_bytecode_folder_it_is_in_are_made_writable_by_the_grader_alone_whatever_the_umask(
+        tmp_path, known_cache):
+    """With no bytecode written yet (PYTHONDONTWRITEBYTECODE), the grade makes the grader's __pycache__: made
+    as Python makes it, under a umask of 0 a sandbox user could plant the grader's own bytecode there (run as
+    root by the next grade)."""
+    previous = os.umask(0)
+    try:
+        sandbox.known_sources(_solution_copy(tmp_path))
+    finally:
+        os.umask(previous)
+    assert oct(os.stat(known_cache.parent).st_mode & 0o777) == oct(0o755)
+    assert oct(os.stat(known_cache).st_mode & 0o777) == oct(0o700)
+    assert all(os.stat(known_cache / name).st_mode & 0o077 == 0 for name in os.listdir(known_cache))
+
+
+def test_under_run_as_the_graders_bytecode_folder_is_made_before_what_children_see_is_decided(tmp_path, monkeypatch):
+    """A folder only this run makes would not be hidden from its children, nor checked: it is made first."""
+    from autograder import cli
+    package = tmp_path / "grader" / "autograder"
+    package.mkdir(parents=True)
+    monkeypatch.setattr(cli, "HERE", str(package))
+    previous = os.umask(0)
+    try:
+        places = cli.instructor_places(None, [], sys.executable)
+    finally:
+        os.umask(previous)
+    assert (str(package / "__pycache__"), "the grader's instructor-only modules and bytecode") in places
+    assert oct(os.stat(package / "__pycache__").st_mode & 0o777) == oct(0o755)
+
+
+def test_the_solutions_pycs_keep_their_asserts_and_docstrings_whatever_the_graders_optimisation(tmp_path):
+    """A child runs without -O: a grader run with -OO once must not lend, then or later, pycs with less in them."""
+    import marshal
+    checkout = _solution_copy(tmp_path)
+    code = ("import sys; from autograder import sandbox\n"
+            "sandbox.KNOWN_CACHE = sys.argv[2]\n"
+            "sys.stdout.buffer.write(sandbox.known_sources(sys.argv[1])['mytorch/functional.py'])")
+    run = subprocess.run([sys.executable, "-OO", "-c", code, checkout, str(tmp_path / "pycache" / "known")],
+                         capture_output=True, cwd=REPO, env=dict(os.environ, PYTHONPATH=REPO))
+    assert run.returncode == 0, run.stderr
+    source = (tmp_path / "checkout" / "mytorch" / "functional.py").read_bytes()
+    lent = marshal.loads(run.stdout[16:])
+    assert lent.co_consts[0] == compile(source, "f", "exec", optimize=0).co_consts[0]
+    assert isinstance(lent.co_consts[0], str)                         # the module's docstring, which -OO drops
+
+
 def _damaged(pyc):
     import importlib.util
     return {"cut short": pyc[:40], "of other bytes": pyc[:8] + bytes(8) + pyc[16:],
@@ -530,21 +576,28 @@ def test_a_kept_pyc_is_taken_only_if_it_is_whole_and_of_those_bytes(tmp_path, mo
     assert (known_cache / name).read_bytes() == first["mytorch/functional.py"]
 
 
-@pytest.mark.parametrize("kind", ["group-writable", "world-readable", "a link to a private folder", "another user's"])
+FOLDER_FAULTS = {"group-writable": lambda known: os.chmod(known, 0o770),
+                 "world-readable": lambda known: os.chmod(known, 0o704),
+                 "another user's": lambda known: os.chown(known, 64002, 64002),
+                 "in a bytecode folder others may write": lambda known: os.chmod(known.parent, 0o777),
+                 "in another user's bytecode folder": lambda known: os.chown(known.parent, 64002, 64002)}
+
+
+@pytest.mark.parametrize("kind", [*FOLDER_FAULTS, "a link to a private folder"])
 def test_a_cache_folder_others_could_write_or_read_is_neither_read_nor_written(tmp_path, monkeypatch, known_cache,
                                                                                 kind):
-    """Whoever could write the folder could lend a submission other code under the solution's name, and
-    whoever could read it could read the solution's code: such a folder is left alone, every file compiled."""
+    """Whoever could write the folder (or the bytecode folder that holds it: they could swap it) could lend a
+    submission other code under the solution's name, and whoever could read it could read the solution's
+    code: such a folder is left alone, every file compiled."""
     checkout = _solution_copy(tmp_path)
     first = sandbox.known_sources(checkout)
-    if kind == "another user's" and os.geteuid() != 0:
+    if "another user's" in kind and os.geteuid() != 0:
         pytest.skip("giving a folder to another user needs root")
     if kind == "a link to a private folder":
         os.rename(known_cache, tmp_path / "elsewhere")
         os.symlink(tmp_path / "elsewhere", known_cache)
     else:
-        {"group-writable": lambda: os.chmod(known_cache, 0o770), "world-readable": lambda: os.chmod(known_cache, 0o704),
-         "another user's": lambda: os.chown(known_cache, 64002, 64002)}[kind]()
+        FOLDER_FAULTS[kind](known_cache)
     listing = sorted(os.listdir(known_cache))
     name = listing[0]
     os.unlink(known_cache / name)
