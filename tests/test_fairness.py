@@ -254,9 +254,16 @@ ONE_STARVER = ("        import os, time\n        try:\n            os.close(os.o
                "        except OSError:\n            pass\n        else:\n            if os.fork() == 0:\n"
                "                os.setsid()\n                while True:\n                    pass\n"
                "        time.sleep(60)\n")
-# a correct submission whose first forward call of each part needs 1.8 s of CPU: with a third of the CPU it
-# runs out of its 4 s, and alone it passes
-SLOW_HONEST = HONEST.replace("< 0.3", "< 1.8")
+# a correct submission whose first forward call of each part needs 1.8 s of CPU the first two times it runs
+# (alice's two parts at once: with a third of the CPU each runs out of its 4 s) and 0.3 s after (graded again
+# alone, it passes with room to spare beside whatever else the machine runs: needing 1.8 s then, the part
+# timed out again when the rest of a test suite left the batch under half of its CPU)
+SLOW_FIRST = ("        import os, time\n        if not getattr(os, 'worked', 0):\n            os.worked = 1\n"
+              "            need = 0.3\n            for k in range(2):\n                try:\n"
+              "                    os.close(os.open(TOKEN + str(k), os.O_CREAT | os.O_EXCL))\n"
+              "                except OSError:\n                    continue\n                need = 1.8\n"
+              "                break\n            start = time.process_time()\n"
+              "            while time.process_time() - start < need:\n                pass\n")
 
 
 def test_a_part_starved_by_another_submissions_busy_process_is_graded_again_though_its_sibling_ran_too(tmp_path):
@@ -264,5 +271,6 @@ def test_a_part_starved_by_another_submissions_busy_process_is_graded_again_thou
     each part is judged on its own processes, so both were starved and pass graded again alone. (Counting a
     part's running siblings as its own meets the one-part threshold with the two thirds, and alice's timeouts
     stood.)"""
-    proc, totals = _on_one_cpu(tmp_path, ONE_STARVER.replace("FLAG", repr(str(tmp_path / "started"))), SLOW_HONEST)
+    proc, totals = _on_one_cpu(tmp_path, ONE_STARVER.replace("FLAG", repr(str(tmp_path / "started"))),
+                               SLOW_FIRST.replace("TOKEN", repr(str(tmp_path / "slow-"))))
     assert totals == {"alice": 12.0, "mallory": 0.0}, proc.stderr
