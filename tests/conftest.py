@@ -142,11 +142,12 @@ def _rewrite_test_modules(config):
 
 
 def pytest_xdist_auto_num_workers(config):
-    """``-n auto``: one worker more than the cores this process may use. Many tests wait (for a part to time
+    """``-n auto``: two workers more than the cores this process may use. Many tests wait (for a part to time
     out, a browser, a grace period after an attack), which would leave a core idle with one worker per core:
     on two cores, a third worker took the whole run from 5 min 56 s to 4 min 44 s (CPU busy 90% instead of
-    77%); a fourth gained nothing more."""
-    return len(os.sched_getaffinity(0)) + 1
+    77%). Since the suite's CPU shrank, a fourth gains as much again: three alternating pairs of runs on two
+    cores, 3:59, 4:13, 4:09 with four workers against 4:30, 4:41, 4:24 with three."""
+    return len(os.sched_getaffinity(0)) + 2
 
 
 @pytest.hookimpl(tryfirst=True)                   # before pytest-xdist reads the groups
