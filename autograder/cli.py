@@ -5,8 +5,8 @@
                          [--run-as USER] [--python PATH]
 """
 import argparse
-import contextlib
 import concurrent.futures
+import contextlib
 import errno
 import os
 import pwd

@@ -424,6 +424,7 @@ def _kept_pyc(key, source):
     checked hash-based pyc of those bytes, a code object; else None."""
     import importlib.util
     import marshal
+    import types
     folder = _cache_folder()
     if folder is None:
         return None
@@ -434,8 +435,9 @@ def _kept_pyc(key, source):
         return None
     finally:
         os.close(folder)
-    header = importlib.util.MAGIC_NUMBER + (3).to_bytes(4, "little") + importlib.util.source_hash(source)
-    return pyc if pyc[:16] == header and type(code) is type(_kept_pyc.__code__) else None
+    checked_hash = (3).to_bytes(4, "little")              # flags: hash-based, checked against the source
+    header = importlib.util.MAGIC_NUMBER + checked_hash + importlib.util.source_hash(source)
+    return pyc if pyc[:16] == header and isinstance(code, types.CodeType) else None
 
 
 def _keep_pyc(key, pyc):
