@@ -119,9 +119,9 @@ def pytest_configure(config):
 def _rewrite_test_modules(config):
     """pytest's own bytecode of the test modules (their asserts rewritten), written once before the workers
     start. pytest keeps it only where bytecode may be written, and reads it wherever it is: without it every
-    worker rewrote every test module as it collected them, 2 s of CPU each. One pytest would take as it is
-    (its source's time and size) is kept: rewriting them all took the controller 2 s before any worker could
-    start. A pytest without these internals (or run with --assert=plain) is left to do as it does."""
+    worker rewrote every test module as it collected them, 2 s of CPU each. A pyc pytest would take as it is
+    (its source's time and size unchanged) is left alone: rewriting them all took the controller 2 s before
+    any worker could start. A pytest without these internals (or run with --assert=plain) is left to do as it does."""
     try:
         from _pytest.assertion.rewrite import (PYC_TAIL, _read_pyc, _rewrite_test, _write_pyc, assertstate_key,
                                                get_cache_dir)

@@ -430,6 +430,14 @@ def test_a_submission_is_handed_the_solutions_bytecode_of_no_file_it_lacks_or_ch
     assert "bytecode held: ['nn/init.py']" in result.output, result.output
 
 
+def _solution_copy(tmp_path):
+    """A copy of the solution's mytorch (sources alone) in ``tmp_path / "checkout"``."""
+    checkout = tmp_path / "checkout"
+    shutil.copytree(os.path.join(grade.instructor_checkout(), "mytorch"), checkout / "mytorch",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    return checkout
+
+
 @pytest.mark.parametrize("kind", ["timestamp", "checked hash", "unchecked hash"])
 def test_the_solutions_pycs_are_compiled_from_its_sources_never_taken_from_its_pycache(tmp_path, kind):
     """A pyc in the solution's __pycache__ that Python itself would take for the source (its recorded mtime
@@ -437,10 +445,7 @@ def test_the_solutions_pycs_are_compiled_from_its_sources_never_taken_from_its_p
     one written by whoever could write there. The grader lends only what it compiled from the bytes."""
     import importlib.util
     import marshal
-    import shutil
-    checkout = tmp_path / "checkout"
-    shutil.copytree(os.path.join(grade.instructor_checkout(), "mytorch"), checkout / "mytorch",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    checkout = _solution_copy(tmp_path)
     source = checkout / "mytorch" / "functional.py"
     info = os.stat(source)
     other = marshal.dumps(compile("FROM_THE_PYC = 1\n", str(source), "exec"))
@@ -463,13 +468,6 @@ def test_the_solutions_pycs_are_compiled_from_its_sources_never_taken_from_its_p
     assert pyc[8:16] == importlib.util.source_hash(source.read_bytes())
     assert marshal.loads(pyc[16:]).co_code == expected.co_code != marshal.loads(other).co_code
     assert "FROM_THE_PYC" not in marshal.loads(pyc[16:]).co_names
-
-
-def _solution_copy(tmp_path):
-    checkout = tmp_path / "checkout"
-    shutil.copytree(os.path.join(grade.instructor_checkout(), "mytorch"), checkout / "mytorch",
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    return str(checkout)
 
 
 @pytest.fixture
@@ -555,10 +553,11 @@ def test_the_solutions_pycs_keep_their_asserts_and_docstrings_whatever_the_grade
 
 def _damaged(pyc):
     import importlib.util
+    import marshal
     return {"cut short": pyc[:40], "of other bytes": pyc[:8] + bytes(8) + pyc[16:],
             "for another Python": bytes(4) + pyc[4:], "timestamp-based": pyc[:4] + bytes(4) + pyc[8:],
             "not marshalled code": pyc[:16] + b"\xff not a code object", "empty": b"",
-            "marshalled, but not code": pyc[:16] + __import__("marshal").dumps([1, 2]),
+            "marshalled, but not code": pyc[:16] + marshal.dumps([1, 2]),
             "this Python's header alone": importlib.util.MAGIC_NUMBER + pyc[4:16]}
 
 
@@ -610,11 +609,8 @@ def test_a_cache_folder_others_could_write_or_read_is_neither_read_nor_written(t
 @pytest.mark.skipif(os.geteuid() != 0, reason="giving files to other users needs root")
 def test_a_solution_the_sandbox_user_could_change_lends_no_pycs(tmp_path):
     import pwd
-    import shutil
     user = pwd.struct_passwd(("mytorch-nobody-a", "x", 64001, 64001, "", "/", "/bin/false"))
-    checkout = tmp_path / "checkout"
-    shutil.copytree(os.path.join(grade.instructor_checkout(), "mytorch"), checkout / "mytorch",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    checkout = _solution_copy(tmp_path)
     os.chmod(tmp_path, 0o755)
     assert len(sandbox.known_sources(str(checkout), user)) > 20
     os.chown(checkout / "mytorch" / "nn" / "init.py", user.pw_uid, user.pw_gid)
