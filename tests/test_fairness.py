@@ -158,7 +158,11 @@ HONEST = ("        import os, time\n        if not getattr(os, 'worked', 0):\n  
 
 def _on_one_cpu(tmp_path, mallory, alice):
     """A batch of mallory and alice (``mallory``, ``alice``: code put at the top of GRUCell.forward) whose
-    every process runs on one CPU: ``(the finished process, {submission: total})``."""
+    every process runs on one CPU: ``(the finished process, {submission: total})``. The batch runs in a session
+    of its own, as one started from a terminal does: the kernel gives each session a fair share of a CPU, and
+    in the test run's session, beside the busy processes of the other test workers, the grader could be kept
+    from feeding a part its request for seconds (a part blocked on its grader is not starved: its timeout
+    stood, and alice's part then ran slow when graded again alone)."""
     grader = make_grader_copy(tmp_path / "grader", COURSE)
     subs = tmp_path / "subs"
     make_submission(subs / "mallory", [("nn/gru_cell.py", FORWARD, FORWARD + mallory)])
@@ -166,7 +170,7 @@ def _on_one_cpu(tmp_path, mallory, alice):
     cpu = min(os.sched_getaffinity(0))
     proc = subprocess.run([sys.executable, "-m", "autograder", "batch", str(subs), "--jobs", "2", "--timeout", TIMEOUT],
                           cwd=grader, env=dict(os.environ, PYTHONPATH=""), capture_output=True, text=True, timeout=300,
-                          preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
+                          preexec_fn=lambda: os.sched_setaffinity(0, {cpu}), start_new_session=True)
     assert proc.returncode == 0, proc.stderr
     with open(subs / "grading" / "scores.csv", newline="") as f:
         return proc, {row["submission"]: float(row["total"]) for row in csv.DictReader(f)}
@@ -273,4 +277,4 @@ def test_a_part_starved_by_another_submissions_busy_process_is_graded_again_thou
     stood.)"""
     proc, totals = _on_one_cpu(tmp_path, ONE_STARVER.replace("FLAG", repr(str(tmp_path / "started"))),
                                SLOW_FIRST.replace("TOKEN", repr(str(tmp_path / "slow-"))))
-    assert totals == {"alice": 12.0, "mallory": 0.0}, proc.stderr
+    assert totals == {"alice": 12.0, "mallory": 0.0}, proc.stderr + proc.stdout
