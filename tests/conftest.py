@@ -5,7 +5,15 @@ import importlib.util
 import os
 import sys
 
-import numpy as np
+# One BLAS and one OpenMP thread in every process of the run, set before NumPy (or PyTorch) first loads: the
+# xdist workers and every process a test starts inherit it. Left to themselves, OpenBLAS and OpenMP start a
+# thread per core in each of the workers (two more than the cores) and spin them after every call, on arrays a
+# thread cannot speed up: a fifth of the CPU of the numerical tests, taken from the other workers. A variable
+# already set is kept.
+for _threads in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_threads, "1")
+
+import numpy as np  # noqa: E402  (after the threads are set)
 import pytest
 
 from mytorch.nn import CELLS
