@@ -246,7 +246,8 @@ def not_a_report(path):
 
 
 def main(argv):
-    parser = argparse.ArgumentParser(prog="python -m autograder batch", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m autograder batch", description=__doc__.split("\n\n")[0],
+                                     allow_abbrev=False)   # see cli.grade_parser
     parser.add_argument("folder", metavar="DIR")
     parser.add_argument("--out", default=None, metavar="REPORT",
                         help="the folder for the feedback and the class report (default DIR/grading)")

@@ -63,7 +63,9 @@ def add_common(parser, jobs="parts graded at once (default: one more than the co
 
 
 def grade_parser():
-    parser = argparse.ArgumentParser(prog="python -m autograder",
+    # no abbreviated options: what runs before the options are parsed (``__main__``: the checks of --run-as's
+    # folders, the early zygote) reads --run-as and --python as they are spelled, and so must the parser
+    parser = argparse.ArgumentParser(prog="python -m autograder", allow_abbrev=False,
                                      description="Grade the recurrent cells in mytorch against reference arrays.",
                                      epilog="Other commands: 'python -m autograder handin' packs your work into "
                                             "handin.tar, to upload; 'python -m autograder batch DIR' grades a "

@@ -104,7 +104,8 @@ def instructor_notes(root, grade_args, python=None):
 
 
 def main(argv):
-    parser = argparse.ArgumentParser(prog="python -m autograder gradescope", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m autograder gradescope", description=__doc__.split("\n\n")[0],
+                                     allow_abbrev=False)   # see cli.grade_parser
     parser.add_argument("--root", default=os.environ.get("AUTOGRADER_ROOT", "/autograder"))
     parser.add_argument("--python", default=None, metavar="PATH", help="the Python that runs student code")
     args = parser.parse_args(argv)

@@ -28,7 +28,8 @@ def files_to_hand_in(root):
 
 
 def main(argv):
-    parser = argparse.ArgumentParser(prog="python -m autograder handin", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m autograder handin", description=__doc__.split("\n\n")[0],
+                                     allow_abbrev=False)   # see cli.grade_parser
     parser.add_argument("--submission", default=None, metavar="DIR")
     parser.add_argument("--out", default=None, metavar="PATH", help="where to write it (default: handin.tar beside "
                         "the mytorch folder packed)")

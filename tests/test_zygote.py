@@ -443,6 +443,22 @@ def test_no_zygote_starts_early_where_it_must_wait_for_the_checks(argv, monkeypa
     assert zygote.early(argv) is None
 
 
+@pytest.mark.parametrize("argv", [["--run", "nobody", "1.1"], ["--run-a=nobody"], ["--pyth", sys.executable],
+                                  ["--sub", "."], ["batch", ".", "--run", "nobody"], ["batch", ".", "--py=python"],
+                                  ["handin", "--no"], ["gradescope", "--ro", "/autograder"]],
+                         ids=lambda argv: " ".join(argv).replace(sys.executable, "python"))
+def test_an_abbreviated_option_is_a_usage_error(argv, capsys):
+    """What runs before the options are parsed (the checks of --run-as's folders as root, the early zygote)
+    reads --run-as and --python as they are spelled: an abbreviation of either, which argparse would take,
+    slipped past it (a zygote forked from a grader running as root, with root's environment, for a sandbox
+    user's code). No command takes an abbreviated option."""
+    from autograder import __main__ as entry
+    with pytest.raises(SystemExit) as stop:
+        entry.main(argv)
+    assert stop.value.code == 2 and "unrecognized arguments" in capsys.readouterr().err
+    assert not zygotes()
+
+
 @pytest.mark.parametrize("argv", [["99.9"], ["--no-such-option"], ["--help"], ["--python", "/no/such/python"]])
 def test_a_usage_error_leaves_no_zygote_behind(argv, capsys):
     from autograder import __main__ as entry
