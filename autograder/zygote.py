@@ -55,9 +55,9 @@ imported NumPy, which it needs anyway: the zygote is then what ``python -I -B zy
 who started the grade there, who sees nothing in the grader's memory at that point that is not theirs. A
 zygote that replaces it is started as any other.
 
-Grader side: ``Zygote(python, template=None, here=False)``, its ``fork(settings, fds)`` (a ``Child`` that quacks like the
-``Popen`` the ``reaper`` expects) and ``close()``; ``Template(python)``. ``enabled()`` is false when
-MYTORCH_GRADER_ZYGOTE=0.
+Grader side: ``Zygote(python, template=None, here=False)``, its ``fork(settings, fds)`` (a ``Child`` that
+quacks like the ``Popen`` the ``reaper`` expects) and ``close()``; ``Template(python)``. ``enabled()`` is false
+when MYTORCH_GRADER_ZYGOTE=0.
 """
 import contextlib
 import ctypes

@@ -459,6 +459,27 @@ def test_an_abbreviated_option_is_a_usage_error(argv, capsys):
     assert not zygotes()
 
 
+def test_a_zygote_started_early_is_never_used_for_a_sandbox_user(monkeypatch):
+    """Should a grade under --run-as ever get a zygote started early (``early`` starts none then), that one,
+    which may be a fork of the grader with the grader's memory, is closed and a new one started for the user."""
+    from autograder import cli
+    import pwd
+    closed, used = [], []
+
+    class Stub:
+        def __init__(self, name):
+            self.name = name
+
+        def close(self):
+            closed.append(self.name)
+    monkeypatch.setattr(cli, "resolve_user", lambda parser, name: pwd.getpwnam("nobody"))
+    monkeypatch.setattr(cli, "resolve_python", lambda *args, **kwargs: (sys.executable, None))
+    monkeypatch.setattr(zygote, "Zygote", lambda python: Stub("started for the user"))
+    monkeypatch.setattr(cli, "_grade_checked", lambda *args: used.append(args[-1].name) or 0)
+    assert cli.main_grade(["--run-as", "nobody", "1.1"], worker=Stub("early")) == 0
+    assert used == ["started for the user"] and closed == ["early", "started for the user"]
+
+
 @pytest.mark.parametrize("argv", [["99.9"], ["--no-such-option"], ["--help"], ["--python", "/no/such/python"]])
 def test_a_usage_error_leaves_no_zygote_behind(argv, capsys):
     from autograder import __main__ as entry
