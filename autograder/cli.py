@@ -367,8 +367,8 @@ def main_grade(argv, worker=None):
     user = resolve_user(parser, args.run_as)
     python, python_checked = resolve_python(parser, args.python, [user] if user else [], later=True)
     started = None
-    if worker is not None and user is not None:           # never (early() starts none under --run-as): one that
-        worker.close()                                    # may hold the grader's memory is not for a sandbox user
+    if worker is not None and user is not None:           # never (early() starts none under --run-as): one started
+        worker.close()                                    # before the checks of what it loads as root is not used
         worker = None
     if worker is None and user is not None and zygote.enabled():
         # its Python and the grader's files are checked now: it imports NumPy while the rest is set up

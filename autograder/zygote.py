@@ -48,16 +48,9 @@ importing NumPy (~0.3 s of CPU); it is still that submission's alone, and starts
 holds, since the template never forks a part and never runs student code. A template that fails is not
 replaced: zygotes are then started as without one.
 
-A plain grade (``python -m autograder``: no ``--run-as``, no ``--python``) forks its zygote from the grader
-itself (``early``, ``_fork_here``), before the grader has read anything but its arguments and once it has
-imported NumPy, which it needs anyway: the zygote is then what ``python -I -B zygote.py`` would have been
-(``_zygote_here``), without a Python's start and NumPy's import of its own. Student code runs as the user
-who started the grade there, who sees nothing in the grader's memory at that point that is not theirs. A
-zygote that replaces it is started as any other.
-
-Grader side: ``Zygote(python, template=None, here=False)``, its ``fork(settings, fds)`` (a ``Child`` that
-quacks like the ``Popen`` the ``reaper`` expects) and ``close()``; ``Template(python)``. ``enabled()`` is false
-when MYTORCH_GRADER_ZYGOTE=0.
+Grader side: ``Zygote(python, template=None)``, its ``fork(settings, fds)`` (a ``Child`` that quacks like the
+``Popen`` the ``reaper`` expects) and ``close()``; ``Template(python)``. ``enabled()`` is false when
+MYTORCH_GRADER_ZYGOTE=0.
 """
 import contextlib
 import ctypes
@@ -365,44 +358,6 @@ def _read_bytecode(fd, root):
     return pycs
 
 
-def _zygote_here(control_fd):
-    """In the child ``_fork_here`` forked from the grader: what ``python -I -B zygote.py`` would have been
-    (a session of its own, the standard three on /dev/null and no other fd but its control socket, the root
-    folder, ``HELPER_ENV``, ``sys.path`` without the current folder, PYTHONPATH's or the user site's, no
-    bytecode written), then a zygote like any other."""
-    try:
-        os.setsid()
-        null = os.open(os.devnull, os.O_RDWR)
-        for fd in (0, 1, 2):
-            os.dup2(null, fd)
-        for name in os.listdir("/proc/self/fd"):          # the grader's: its end of the socket, anything else
-            if int(name) not in (0, 1, 2, control_fd):
-                with _suppress():
-                    os.close(int(name))
-        os.chdir("/")
-        sys.path[:] = _isolated_path()                    # while PYTHONPATH is still the grader's
-        sys.dont_write_bytecode = True
-        from autograder import reaper
-        os.environ.clear()
-        os.environ.update(reaper.HELPER_ENV)
-        zygote_main(control_fd)
-    finally:
-        os._exit(0)
-
-
-def _isolated_path():
-    """``sys.path`` as ``python -I`` would have it: without the folder of ``-m`` or of the script, PYTHONPATH's
-    folders or the user's site-packages."""
-    import site
-    path = sys.path[0 if sys.flags.safe_path else 1:]
-    dropped = set()
-    if not sys.flags.ignore_environment:
-        dropped.update(os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p)
-    if site.ENABLE_USER_SITE:
-        dropped.add(os.path.abspath(site.getusersitepackages()))
-    return [p for p in path if not isinstance(p, str) or os.path.abspath(p) not in dropped]
-
-
 def zygote_main(control_fd, role="zygote"):
     _libc().prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)           # before anything else: no one traces or reads it
     import numpy                                          # noqa: F401  (the point of it all)
@@ -454,14 +409,21 @@ class Child:
                 generation.event.wait(seconds)
 
     def wait(self, timeout=None):
-        return _wait(self, timeout, "a part's child", lambda: self.await_end(0.05))
+        import subprocess
+        import time
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired("a part's child", timeout)
+            self.await_end(0.05)
+        return self.returncode
 
 
 class _Generation:
     """One zygote process and what it said: started at once (forked by ``template``, a ``Template``, when it
     has one that works), listened to by a thread of its own. ``role``: "zygote", or "template"."""
 
-    def __init__(self, python, template=None, role="zygote", here=False):
+    def __init__(self, python, template=None, role="zygote"):
         import subprocess
         import threading
         from autograder import reaper
@@ -472,9 +434,6 @@ class _Generation:
         env = reaper.HELPER_ENV
         try:
             self.proc = template.fork_zygote(theirs.fileno()) if template is not None else None
-            if self.proc is None and here:
-                forked = _fork_here(theirs.fileno())      # not under reaper's lock, which the fork would copy
-                self.proc = reaper.spawn(lambda: forked) if forked is not None else None
             if self.proc is None:
                 self.proc = reaper.spawn(lambda: subprocess.Popen(
                     [python, "-I", "-B", os.path.join(HERE, "zygote.py"), str(theirs.fileno()), role], cwd="/",
@@ -583,101 +542,30 @@ def running(count, python=None):
                 worker.close()
 
 
-class _Forked:
-    """The early zygote forked from the grader itself (``_fork_here``), as ``reaper`` and ``_Generation`` use the
-    ``Popen`` of a started one: ``pid``, ``returncode``, ``poll()``, ``wait(timeout)``."""
-
-    def __init__(self, pid):
-        self.pid, self.returncode = pid, None
-
-    def poll(self):
-        if self.returncode is None:
-            try:
-                pid, status = os.waitpid(self.pid, os.WNOHANG)
-            except ChildProcessError:                     # reaped already: it is gone
-                self.returncode = -signal.SIGKILL
-            else:
-                if pid:
-                    self.returncode = os.waitstatus_to_exitcode(status)
-        return self.returncode
-
-    def wait(self, timeout=None):
-        import time
-        return _wait(self, timeout, "the grading worker", lambda: time.sleep(0.01))
-
-
-def _wait(proc, timeout, what, pause):
-    """``Popen.wait(timeout)`` for ``proc`` (a ``Child`` or ``_Forked``): ``pause()`` between its polls."""
-    import subprocess
-    import time
-    deadline = None if timeout is None else time.monotonic() + timeout
-    while proc.poll() is None:
-        if deadline is not None and time.monotonic() > deadline:
-            raise subprocess.TimeoutExpired(what, timeout)
-        pause()
-    return proc.returncode
-
-
-def _fork_here(control_fd):
-    """The early zygote as a fork of this process once it has imported NumPy, which the grader imports anyway:
-    a ``_Forked``, or None if NumPy does not import (a started zygote then finds out what is wrong). A Python
-    and NumPy's import (~0.2 s of CPU) saved on every plain grade. Only ``early`` calls it, before the grader
-    has read anything: the zygote holds what this process holds then (its arguments and environment, which
-    are the student's own, since a plain grade runs student code as the user who started it)."""
-    try:
-        import numpy                                      # noqa: F401
-        import numpy.random                               # noqa: F401
-    except ImportError:
-        return None
-    sys.stdout.flush()                                    # else the zygote's children would write it again
-    sys.stderr.flush()
-    pid = os.fork()
-    if pid == 0:
-        _zygote_here(control_fd)                          # never returns
-    return _Forked(pid)
-
-
-def _may_fork_here():
-    """Whether this process may fork the early zygote: it is ``python -m autograder`` (a program that calls the
-    grader's ``main`` holds its own modules, a ``mytorch`` among them perhaps), it runs one thread (a fork
-    copies only the caller), and its BLAS and OpenMP threads are set as a started zygote's are
-    (``HELPER_ENV``: NumPy reads them as it loads, here)."""
-    from autograder import reaper
-    entry = getattr(sys.modules.get("__main__"), "__spec__", None)
-    try:
-        alone = len(os.listdir("/proc/self/task")) == 1
-    except OSError:
-        return False
-    return alone and getattr(entry, "name", None) == "autograder.__main__" and all(
-        os.environ.get(name) == value for name, value in reaper.HELPER_ENV.items() if name.endswith("_NUM_THREADS"))
-
-
 def early(argv):
-    """A ``Zygote`` of this Python for a plain grade about to parse ``argv``, started before the grader loads
-    the references, so that both happen at once: forked from this process once it has imported NumPy where
-    it may be (``_may_fork_here``), else started; None when the grade may not use one (no zygotes, another
-    ``--python``, ``--run-as``, whose user must first be found unable to change the grader modules the
-    zygote loads as root, or only help asked for). It runs no student code, and the same interpreter as the
-    grader itself, so starting it before the options are checked exposes nothing more."""
+    """A ``Zygote`` of this Python for a plain grade about to parse ``argv``, started before the grader imports
+    NumPy and loads the references, so that both happen at once; None when the grade may not use one (no
+    zygotes, another ``--python``, ``--run-as``, whose user must first be found unable to change the grader
+    modules the zygote loads as root, or only help asked for). It runs no student code, and the same
+    interpreter as the grader itself, so starting it before the options are checked exposes nothing more."""
     if not enabled() or any(a.startswith(("--python", "--run-as")) or a in ("-h", "--help") for a in argv):
         return None
-    return Zygote(sys.executable, here=_may_fork_here())
+    return Zygote(sys.executable)
 
 
 class Zygote:
     """One submission's zygote, started at once and used by every part of that submission (from any thread):
     ``fork(settings, fds)`` gives a ``Child``, or None once it has given up (the caller then spawns);
     ``close()`` ends it. ``note(text)`` says what went wrong (default: on stderr). ``template``: a ``Template``
-    of the same Python to fork it from (and any zygote that replaces it) instead of starting a Python;
-    ``here``: fork the first from this process instead (``_fork_here``; ``early`` alone may ask for it)."""
+    of the same Python to fork it from (and any zygote that replaces it) instead of starting a Python."""
 
-    def __init__(self, python=None, note=None, template=None, here=False):
+    def __init__(self, python=None, note=None, template=None):
         import threading
         self.python = python or sys.executable
         self.note = note or (lambda text: print(f"note: {text}", file=sys.stderr, flush=True))
         self.lock = threading.Lock()
         self.template = template
-        self.restarts, self.current = 0, _Generation(self.python, template, here=here)
+        self.restarts, self.current = 0, _Generation(self.python, template)
 
     def _replace(self, failed):
         """The generation ``failed`` failed: end it, and start another unless too many failed (then give up)."""

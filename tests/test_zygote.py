@@ -29,22 +29,17 @@ def _pid_namespace(monkeypatch, wanted):
 
 
 def zygotes():
-    """Pids of the zygotes this process started, or forked (``zygote.early``: in a session of its own), and that
-    are alive now."""
+    """Pids of the zygotes this process started and that are alive now."""
     found = set()
-    with open("/proc/self/cmdline", "rb") as f:
-        mine = f.read()
     for name in os.listdir("/proc"):
         try:
             with open(f"/proc/{name}/cmdline", "rb") as f:
                 command = f.read()
             with open(f"/proc/{name}/stat", "rb") as f:
-                fields = f.read().rpartition(b")")[2].split()
-            parent, session = int(fields[1]), int(fields[3])
+                parent = int(f.read().rpartition(b")")[2].split()[1])
         except (OSError, ValueError, IndexError):
             continue
-        if name.isdigit() and parent == os.getpid() and (
-                b"autograder/zygote.py" in command or command == mine and session == int(name)):
+        if name.isdigit() and b"autograder/zygote.py" in command and parent == os.getpid():
             found.add(int(name))
     return found
 
@@ -230,8 +225,8 @@ def test_batch_forks_every_submissions_zygote_from_one_template(tmp_path, monkey
     made = []
     start = zygote._Generation.__init__
 
-    def recording(self, python, template=None, role="zygote", **more):
-        start(self, python, template, role, **more)
+    def recording(self, python, template=None, role="zygote"):
+        start(self, python, template, role)
         while self.alive and not self.ready:               # it has made its session by the time it says so
             self.wait(0.05)
         made.append((role, self.proc.pid, _parent(self.proc.pid), os.getsid(self.proc.pid)))
@@ -351,89 +346,6 @@ def test_a_plain_grade_starts_its_zygote_before_its_imports_and_uses_that_one(mo
     assert not zygotes()
 
 
-# at the top of RNNCell.forward: the first child to get there writes what it sees of its zygote and of its own
-# Python, then waits (10 s at most) for the test to have looked at that zygote
-PROBE = ("import json, os, sys, time\n"
-         "try:\n"
-         "    fd = os.open(PROBE + '.json', os.O_WRONLY | os.O_CREAT | os.O_EXCL)\n"
-         "except FileExistsError:\n"
-         "    pass\n"
-         "else:\n"
-         "    os.write(fd, json.dumps({'zygote': os.getppid(), 'path': sys.path,\n"
-         "                             'bytecode': sys.dont_write_bytecode}).encode())\n"
-         "    os.close(fd)\n"
-         "    end = time.monotonic() + 10\n"
-         "    while not os.path.exists(PROBE + '.seen') and time.monotonic() < end:\n"
-         "        time.sleep(0.02)\n")
-
-
-def _fds(pid):
-    return {int(fd): os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
-
-
-@pytest.mark.parametrize("env", [{}, {"OPENBLAS_NUM_THREADS": "2"}], ids=["forked", "started"])
-def test_a_plain_grades_zygote_is_what_an_isolated_python_would_be(tmp_path, env):
-    """``python -m autograder`` forks its zygote from itself once it has imported NumPy (no second Python), or
-    starts one (``python -I -B zygote.py``) where it may not fork it: here, BLAS threads other than a zygote's
-    one. Either way the zygote is the grader's child in a session of its own, with one thread, the root folder,
-    /dev/null and its sockets and pipes for files and no reference data; a part's child forked from it sees no
-    folder on sys.path that ``python -I`` leaves out (the grader's current folder, PYTHONPATH's) and writes no
-    bytecode; and the grade is whole."""
-    probe = tmp_path / "probe"
-    extra = tmp_path / "on-pythonpath"
-    extra.mkdir()
-    sub = make_submission(tmp_path / "sub", rnn_edit(PROBE.replace("PROBE", repr(str(probe)))))
-    out = tmp_path / "r.json"
-    command = [sys.executable, "-m", "autograder", "1.1", "1.2", "--submission", sub, "--json", str(out)]
-    grader = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              env=dict(os.environ, PYTHONPATH=str(extra), MYTORCH_GRADER_PID_NAMESPACE="0", **env))
-    try:
-        deadline = time.monotonic() + 60
-        while not probe.with_suffix(".json").exists() and grader.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.02)
-        seen = load_results(probe.with_suffix(".json"))
-        pid = seen["zygote"]
-        assert _parent(pid) == grader.pid and os.getsid(pid) == pid
-        with open(f"/proc/{pid}/cmdline", "rb") as f, open(f"/proc/{grader.pid}/cmdline", "rb") as g:
-            zygote_command, grader_command = f.read(), g.read()
-        if env:
-            assert zygote_command.split(b"\0")[1:3] == [b"-I", b"-B"] and b"autograder/zygote.py" in zygote_command
-        else:
-            assert zygote_command == grader_command                  # a fork of the grader: no Python started
-        assert os.listdir(f"/proc/{pid}/task") == [str(pid)] and os.readlink(f"/proc/{pid}/cwd") == "/"
-        files = [t for fd, t in _fds(pid).items() if not t.startswith(("socket:", "pipe:"))]
-        assert files == ["/dev/null"] * 3, _fds(pid)
-        with open(f"/proc/{pid}/maps") as f:
-            assert not [m for m in f if ".npz" in m or "autograder/data" in m]
-        assert REPO not in seen["path"] and str(extra) not in seen["path"] and seen["bytecode"] is True, seen
-        assert any(p.endswith("site-packages") for p in seen["path"]), seen       # NumPy's folder
-    finally:
-        probe.with_suffix(".seen").touch()
-        stdout, stderr = grader.communicate(timeout=120)
-    assert grader.returncode == 0, stderr
-    assert load_results(out)["score"] == spec.PARTS_BY_NUMBER["1.1"].points + spec.PARTS_BY_NUMBER["1.2"].points, stdout
-    assert "grading worker" not in stderr, stderr                    # no zygote failed on the way
-
-
-def test_the_zygote_is_forked_only_from_the_graders_own_process_with_one_thread(monkeypatch):
-    """A fork copies the calling thread alone, and all the caller holds: a grader running another thread, or
-    called by another program (this one: pytest, with the solution's mytorch imported), starts its zygote."""
-    import threading
-    from autograder import __main__ as entry
-    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")
-    assert not zygote._may_fork_here()                                 # pytest's __main__
-    monkeypatch.setitem(sys.modules, "__main__", entry)
-    release = threading.Event()
-    other = threading.Thread(target=release.wait)
-    other.start()
-    try:
-        assert not zygote._may_fork_here()
-    finally:
-        release.set()
-        other.join()
-    assert zygote._may_fork_here() == (len(os.listdir("/proc/self/task")) == 1)    # xdist runs a thread of its own
-
-
 @pytest.mark.parametrize("argv", [["--python", sys.executable], ["--python=" + sys.executable],
                                   ["--run-as", "nobody"], ["--run-as=nobody", "1.1"], ["-h"]])
 def test_no_zygote_starts_early_where_it_must_wait_for_the_checks(argv, monkeypatch):
@@ -448,10 +360,10 @@ def test_no_zygote_starts_early_where_it_must_wait_for_the_checks(argv, monkeypa
                                   ["handin", "--no"], ["gradescope", "--ro", "/autograder"]],
                          ids=lambda argv: " ".join(argv).replace(sys.executable, "python"))
 def test_an_abbreviated_option_is_a_usage_error(argv, capsys):
-    """What runs before the options are parsed (the checks of --run-as's folders as root, the early zygote)
-    reads --run-as and --python as they are spelled: an abbreviation of either, which argparse would take,
-    slipped past it (a zygote forked from a grader running as root, with root's environment, for a sandbox
-    user's code). No command takes an abbreviated option."""
+    """What runs before the options are parsed (the check, as root, of the folders a sandbox user could plant
+    a module in; the early zygote) reads --run-as and --python as they are spelled: an abbreviation of
+    either, which argparse would take, slipped past it (the grader's imports as root from such a folder, a
+    zygote started as root before the checks of what it loads). No command takes an abbreviated option."""
     from autograder import __main__ as entry
     with pytest.raises(SystemExit) as stop:
         entry.main(argv)
@@ -461,7 +373,8 @@ def test_an_abbreviated_option_is_a_usage_error(argv, capsys):
 
 def test_a_zygote_started_early_is_never_used_for_a_sandbox_user(monkeypatch):
     """Should a grade under --run-as ever get a zygote started early (``early`` starts none then), that one,
-    which may be a fork of the grader with the grader's memory, is closed and a new one started for the user."""
+    started as root before the checks of the grader modules it loads, is closed and a new one started once
+    they are done."""
     from autograder import cli
     import pwd
     closed, used = [], []
