@@ -140,24 +140,28 @@ def resolve_python(parser, path, users=(), later=False):
     loads as root, and a ``--python``'s own checks (its files, every library it maps once NumPy is imported)
     are done before this returns: ``main_grade`` starts that zygote at once, before the rest of its set-up.
     When student code runs another Python, the grader's own is checked for what this process has loaded and
-    may import (``interpreter.own_exposed``): neither a grade nor a batch imports anything more of it as root
-    later (batch draws its histogram as SVG text, with no plotting library)."""
+    may import (``interpreter.own_places``: what it holds as the probes start, then what it loaded since):
+    neither a grade nor a batch imports anything more of it as root later (batch draws its histogram as SVG
+    text, with no plotting library)."""
     if path is not None and not (os.path.isfile(path) and os.access(path, os.X_OK)):
         parser.error(f"--python: {path} is not an executable file")
     python = os.path.abspath(path) if path is not None else None
     if not users:
         return (python, lambda: None) if later else python
     interpreter.clear_before_probes(users)
+    checking = concurrent.futures.ThreadPoolExecutor(max_workers=2)
     first = later and python is not None
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(users)) as pool:
+        probes = [pool.submit(interpreter.numpy_probed, python, user) for user in users] if first else []
+        # what the grader's own Python runs, looked at beside the probes (what it loads later, once they end)
+        own_places = interpreter.own_places()
+        own_checked = checking.submit(interpreter.places_exposed, own_places, list(users))
+        exposed = interpreter.exposed_checked([python], list(users)) if first else []
     if first:
-        with concurrent.futures.ThreadPoolExecutor(max_workers=len(users)) as pool:
-            probes = [pool.submit(interpreter.numpy_probed, python, user) for user in users]
-            exposed = interpreter.exposed_checked([python], list(users))
         _refuse_exposed(parser, exposed)
         _refuse_probed(parser, python, users, probes)
     refuse_writable(parser, users, [HERE], "the grader's files, which its zygote runs as root")
-    checking = concurrent.futures.ThreadPoolExecutor(max_workers=1)
-    checked = checking.submit(_check_python, parser, python, list(users), first)
+    checked = checking.submit(_check_python, parser, python, list(users), first, own_places, own_checked)
     checking.shutdown(wait=False)
     if later:
         return python, checked.result
@@ -165,15 +169,16 @@ def resolve_python(parser, path, users=(), later=False):
     return python
 
 
-def _check_python(parser, python, users, python_checked):
-    """The checks ``resolve_python`` promises, but those of a ``python_checked`` --python already done."""
+def _check_python(parser, python, users, python_checked, own_places, own_checked):
+    """The checks ``resolve_python`` promises, but those of a ``python_checked`` --python already done, and of
+    the grader's own ``own_places``, under way (``own_checked``, a Future of ``interpreter.places_exposed``)."""
     with concurrent.futures.ThreadPoolExecutor(max_workers=len(users)) as pool:     # probed while the files
         probes = [] if python_checked else [pool.submit(interpreter.numpy_probed, python or sys.executable, user)
                                             for user in users]                      # are checked
         # the Python student code runs, whole: student code may import anything in it
         whole = {python or sys.executable} - ({python} if python_checked else set())
         exposed = interpreter.exposed(sorted(whole), users) if whole else []
-        own = interpreter.own_exposed(users)
+        own = own_checked.result() or interpreter.places_exposed(interpreter.own_places(), users, own_places)
     _refuse_probed(parser, python, users, probes)
     _refuse_exposed(parser, exposed)
     for user, path in own:
@@ -373,16 +378,21 @@ def main_grade(argv, worker=None):
     if worker is None and user is not None and zygote.enabled():
         # its Python and the grader's files are checked now: it imports NumPy while the rest is set up
         worker = started = zygote.Zygote(python)
+    loading = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+    # the stored references, read and verified while the zygote starts and the rest is checked
+    loaded = loading.submit(grade.references, parts, jobs=args.jobs) if args.fresh_seed is None else None
+    loading.shutdown(wait=False)
     try:
-        return _grade_checked(parser, args, the_course, parts, root, user, python, python_checked, worker)
+        return _grade_checked(parser, args, the_course, parts, root, user, python, python_checked, worker, loaded)
     finally:
         if started is not None:
             started.close()
 
 
-def _grade_checked(parser, args, the_course, parts, root, user, python, python_checked, worker):
+def _grade_checked(parser, args, the_course, parts, root, user, python, python_checked, worker, loaded):
     """The rest of ``main_grade``, once the user and the Pythons are resolved (the Pythons' last checks may
-    still be under way: ``python_checked``)."""
+    still be under way: ``python_checked``; the stored references may still be loading: ``loaded``, a Future of
+    ``grade.references``, None with a fresh seed)."""
     fresh_seed = resolve_fresh_seed(args.fresh_seed)
     solution = resolve_solution(args, fresh_seed)
     refuse_writable(parser, [user] if user else [], [os.path.join(solution, "mytorch")] if solution else [],
@@ -416,7 +426,8 @@ def _grade_checked(parser, args, the_course, parts, root, user, python, python_c
                           "--submission DIR.")
         results = grade.grade(root, parts, timeout=args.timeout, memory_mb=args.memory, verbose=args.verbose,
                               fresh_seed=fresh_seed, solution=solution, jobs=args.jobs, user=user, python=python,
-                              progress=progress, worker=worker, ready=lambda: ready_for(user, python_checked))
+                              progress=progress, worker=worker, ready=lambda: ready_for(user, python_checked),
+                              loaded=loaded and loaded.result)
         progress.finish()
         if fresh_seed is not None:
             console.print(f"Graded on fresh cases from seed {fresh_seed}.")

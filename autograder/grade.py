@@ -124,7 +124,8 @@ def grade(root, parts=None, timeout=20.0, memory_mb=1024, verbose=False, fresh_s
 
     Every reference is loaded and verified (or computed by the solution) before any student code runs, so
     nothing a submission does to the files on disk can change this run's references; ``loaded``: the
-    ``references(parts, ...)`` already read (batch grading reads them once for every submission).
+    ``references(parts, ...)`` already read (batch grading reads them once for every submission), or a function
+    that returns them (the grading command starts reading them before its checks).
     ``user``: a pwd entry to run student code as; ``python``: the child's interpreter; ``progress``: called
     with each ``PartResult`` as soon as its part is graded (from a worker thread). The parts' children are
     forked from one zygote of this submission's own (``zygote``), never shared with another submission:
@@ -153,6 +154,8 @@ def grade(root, parts=None, timeout=20.0, memory_mb=1024, verbose=False, fresh_s
                 compiling = aside.submit(compile_when_ready)
                 if loaded is None:
                     loaded = references(parts, fresh_seed, solution, timeout, memory_mb, jobs, python)
+                elif callable(loaded):
+                    loaded = loaded()
                 bytecode = compiling.result()                                       # compiled once, not per part
 
             def graded(part, part_data):

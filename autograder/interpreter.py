@@ -234,9 +234,20 @@ def mapped_files(maps):
 def own_exposed(users, path=None, modules=None):
     """``(user, path)`` for the first thing each user could change among what this process runs
     (``own_places``, which takes ``path`` and ``modules``), else []."""
-    deep, shallow = own_places(path, modules)
-    deep = _tops(deep)
-    shallow = [p for p in shallow if not any(within(p, q) for q in deep)]     # nested, each is still looked at
+    return places_exposed(own_places(path, modules), users)
+
+
+def places_exposed(places, users, checked=((), ())):
+    """``own_exposed`` of ``places`` (``(deep, shallow)``, as ``own_places`` gives them). ``checked``: the
+    places of an earlier call that found nothing, only what lies outside them looked at (the grade checks what
+    it runs while a probe starts, then what it loaded since): a file no user could change then, none can now,
+    since only its owner or root may change its mode or its folder's."""
+    deep, shallow = places
+    deep = _tops(p for p in deep if not any(within(p, q) for q in checked[0]))
+    shallow = [p for p in shallow if p not in checked[1]
+               and not any(within(p, q) for q in deep)]   # nested, each is still looked at
+    if not deep and not shallow:
+        return []
     try:
         found = isolation.writable_by_each(deep, users, shallow=shallow)
     except (OSError, tree.TreeError) as error:

@@ -274,6 +274,36 @@ def test_the_graders_own_python_is_checked_for_what_it_loaded_and_what_it_may_im
     assert [p for _, p in interpreter.own_exposed([user], path=[], modules={})] == [str(later)]
 
 
+def test_what_the_grader_loads_after_its_first_check_is_looked_at_when_the_checks_finish(tmp_path, monkeypatch):
+    """The grade checks what its own Python runs while the probes start, and what it has loaded since when its
+    checks finish (``places_exposed(..., checked=)``): a package first imported in between, of the user's, is
+    refused; the places the first check found clean are not walked again."""
+    import pwd
+    import types
+    user = pwd.struct_passwd(("mytorch-nobody-a", "x", 64001, 64001, "", "/", "/bin/false"))
+    site = tmp_path / "site"
+    for package in ("first", "later"):
+        (site / package).mkdir(parents=True)
+        (site / package / "__init__.py").write_text("")
+    modules = {"first": types.SimpleNamespace(__path__=[str(site / "first")])}
+    early = interpreter.own_places(path=[str(site)], modules=modules)
+    assert interpreter.places_exposed(early, [user]) == []
+    modules["later"] = types.SimpleNamespace(__path__=[str(site / "later")])
+    os.chown(site / "later" / "__init__.py", user.pw_uid, user.pw_gid)
+    walked = []
+    real = isolation.writable_by_each
+    monkeypatch.setattr(isolation, "writable_by_each",
+                        lambda paths, users, shallow=(): walked.append((list(paths), list(shallow))) or
+                        real(paths, users, shallow))
+    late = interpreter.own_places(path=[str(site)], modules=modules)
+    assert [p for _, p in interpreter.places_exposed(late, [user], checked=early)] == \
+        [str(site / "later" / "__init__.py")]
+    (deep, shallow), = walked                             # the standard library, the site: looked at before
+    assert str(site / "later") in deep and shallow == []
+    assert not [p for p in deep if any(interpreter.within(p, q) for q in early[0])]   # (but libraries mapped since)
+    os.chown(site / "later" / "__init__.py", 0, 0)
+    assert interpreter.places_exposed(late, [user], checked=late) == []
+
 def test_clearing_what_one_user_left_never_holds_back_another_users_children(monkeypatch):
     """A user's leftovers are cleared while no child of theirs can start, and of theirs alone: another user's
     children start and end meanwhile (a flood of files in /tmp took one user 44 s to clear)."""
