@@ -10,8 +10,10 @@ Matching, in the grading process, on plain arrays:
 
 1. q is *found* if a student value equals it (``allclose``), also up to a transpose, as one gate block of a
    stacked array, or summed over the batch (axis 0); the value must be assigned after the student's values of
-   what q reads and of what q's call computed before it, and, if the student uses q's name, be that name's
-   next assignment (so d_prev never stands in for d_state, nor one step's value for the next one's).
+   what q reads (for q that reads nothing found, after what q's call computed before it), and, if the student
+   uses q's name, be that name's next assignment (so d_prev never stands in for d_state, nor one step's value
+   for the next one's). A quantity computed from nothing the trace holds is judged by what reads it when it
+   is a sum's start (a scalar or zeros) or a name the student never uses (``_given``).
 2. q is *right* if found, or if a statement computed from it is right (the student wrote q inline).
 3. The first wrong quantity is the first q, in the solution's order, that is not right while everything it
    reads is right.
@@ -262,13 +264,13 @@ def first_wrong(reference, student, reference_complete=True, student_complete=Tr
     latest, latest_in_frame = -1, {}                   # the student's index of the last quantity found (in q's call)
     with np.errstate(invalid="ignore", over="ignore"):   # (for _close_rows: once, not per comparison)
         for i, q in enumerate(reference):
-            # only values assigned after the student's values of what q reads (not an earlier step's), and of what
-            # its own call computed before it (a call's statements run in order); a first value of a call: after
-            # what was computed just before it
-            before = latest_in_frame.get(q.frame)
-            after = max([at[p] for p in q.reads if p in at] + ([before] if before is not None else []), default=None)
+            # only values assigned after the student's values of what q reads (not an earlier step's); a value that
+            # reads nothing found: after what its own call computed before it, else after what was computed just
+            # before it. Not after all its call computed before it: statements that do not read each other may come
+            # in any order (dx and dh before the weights' gradients)
+            after = max((at[p] for p in q.reads if p in at), default=None)
             if after is None:
-                after = latest
+                after = latest_in_frame.get(q.frame, latest)
             # … and for a name the student uses too, only its next assignment (d_prev must not stand in for d_state,
             # nor next step's value for this one)
             named = names.get(_base(q.name), [])
@@ -291,7 +293,8 @@ def first_wrong(reference, student, reference_complete=True, student_complete=Tr
         members.setdefault(first, []).append(i)
     right = [False] * len(reference)
     for i in reversed(range(len(reference))):          # found, or read by something right (inline)
-        right[i] = bool(found[i]) or any(all(right[m] for m in members[statement[c]]) for c in children[i])
+        right[i] = bool(found[i]) or any(all(right[m] for m in members[statement[c]]) for c in children[i]) \
+            or _given(reference[i], names)
     found_after = [False] * len(reference)            # some later quantity was found: the student got past it
     for i in reversed(range(len(reference) - 1)):
         found_after[i] = found_after[i + 1] or bool(found[i + 1])
@@ -300,6 +303,16 @@ def first_wrong(reference, student, reference_complete=True, student_complete=Tr
             if (reference_complete or children[i]) and (student_complete or found_after[i]):
                 return Finding(i, [k for k in range(i) if right[k]], found, bounds[i])
     return None
+
+
+def _given(q, names):
+    """Whether q, computed from nothing the trace holds, is judged by what reads it rather than named wrong
+    itself: how the solution starts a sum or a state (``total = 0.0``, ``h = np.zeros(...)``: a scalar or zeros,
+    which a student may start otherwise, with None or the first term), or a value the student's code never
+    names (``names``: the student's base names), read from the parameters, the cache or a provided helper
+    (``act_grad = 1 - cache.h_t ** 2``, ``return of _bias``), which the student may write inline or leave out:
+    the first wrong thing is then what reads it, the student's own line."""
+    return not q.reads and (q.value.ndim == 0 or not q.value.any() or _base(q.name) not in names)
 
 
 def _compatible(q, value):
@@ -317,10 +330,11 @@ def _compatible(q, value):
 
 def candidate(finding, reference, student):
     """The student's value nearest to the wrong quantity: index into ``student``, or None. Its name's next
-    assignment after its inputs if the student uses the name; else a value of a compatible shape that matches
-    nothing in the reference, a like name first."""
+    assignment after its inputs of a shape that could hold it, if the student uses the name; else a value of a
+    compatible shape that matches nothing in the reference, a like name first."""
     q = reference[finding.wrong]
-    named = [j for j in range(finding.after + 1, len(student)) if _base(student[j].name) == _base(q.name)]
+    named = [j for j in range(finding.after + 1, len(student)) if _base(student[j].name) == _base(q.name)
+             and _compatible(q.value, student[j].value) is not None]     # of another shape: another quantity
     if named:
         return named[0]
     matched_student = {j for hits in finding.found.values() for j, _ in hits}
@@ -417,11 +431,14 @@ def _names(items):
         (" and " if len(items) > 1 else "") + (f"`{items[-1]}`" if not items[-1][0].isdigit() else items[-1])
 
 
-def _what_is_right(finding, reference):
+def _what_is_right(finding, reference, student):
+    """'your RNNCell.forward; in RNNCell.backward, `dh_t` and `da` match the reference': the functions before the
+    wrong quantity's, and the student's own values found right in its call, by the student's names."""
     q = reference[finding.wrong]
     earlier = [f for f in dict.fromkeys(r.function for r in reference[:finding.wrong]) if f != q.function][-3:]
-    same = [reference[k].name for k in finding.right if reference[k].frame == q.frame
-            and not reference[k].name.startswith("return of")]
+    same = [student[min(j for j, _ in finding.found[k])].name for k in finding.right
+            if reference[k].frame == q.frame and finding.found.get(k)]
+    same = [name for name in same if not name.startswith("return of")]
     words = []
     earlier = [f for f in earlier if not f.rpartition(".")[2].startswith("_")     # helpers: named where they fail
                and "<locals>" not in f]
@@ -462,7 +479,7 @@ def explain(reference, student, config=None, wrong_outputs=()):
     reads = [ref[p].name for p in q.reads]
     lines = [f"Where your values first go wrong: `{q.name}`" +
              (f" (computed from {_names(reads)})" if reads else "") + (f": {_equation(q.text)}" if q.text else "")]
-    right = _what_is_right(finding, ref)
+    right = _what_is_right(finding, ref, mine)
     if right:
         lines.append(f"  Right so far: {right}.")
     j = candidate(finding, ref, mine)

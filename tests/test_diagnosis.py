@@ -246,6 +246,54 @@ def test_the_first_wrong_quantity_is_the_first_whose_inputs_are_right():
     assert diagnosis.first_wrong(reference.records, inline.records) is None   # b inline: right through c
 
 
+def test_statements_that_do_not_read_each_other_may_come_in_any_order():
+    """The solution adds the weights' gradients before dx and dh; a student who computes dx and dh first, whose
+    caller then keeps dx under the same name, is right throughout (each value is looked for after its inputs,
+    not after everything its call computed before it)."""
+    rng = np.random.default_rng(0)
+    dh_t, w = rng.standard_normal((2, 3)), rng.standard_normal((3, 3))
+    da = dh_t * 0.5
+    reference = [_record("dh_t", dh_t), _record("da", da, [0], 2), _record("g['w']", da.T @ dh_t, [1], 3),
+                 _record("dx", da @ w, [1], 4), _record("dh", da @ w.T, [1], 5)]
+    student = [_record("dh_t", dh_t), _record("da", da, [0], 2), _record("dx", da @ w, [1], 3),
+               _record("dh", da @ w.T, [1], 4), _record("g['w']", da.T @ dh_t, [1], 5),
+               _record("dx", da @ w, line=20, frame=0, function="sequence_backward"),       # the caller's copy
+               _record("dh", 3 * da @ w.T, [1], line=4, frame=2)]                          # the next step's
+    assert diagnosis.first_wrong(reference, student) is None
+    student[3] = _record("dh", da @ w, [1], 4)                                              # W_hh not transposed
+    finding = diagnosis.first_wrong(reference, student)
+    assert reference[finding.wrong].name == "dh" and diagnosis.candidate(finding, reference, student) == 3
+
+
+def test_a_sums_start_or_a_value_the_student_never_names_is_judged_by_what_reads_it():
+    """``d_in = 0.0`` (the solution's start of a sum; the student starts with None) and ``act_grad`` (read from
+    the cache, written inline by the student) are never named first: what reads them is, at the student's line,
+    and the student's values found right are named by the student's names."""
+    rng = np.random.default_rng(1)
+    dh_t, h_t, dx = rng.standard_normal((2, 3)), rng.standard_normal((2, 3)), rng.standard_normal((2, 3))
+    reference = diagnosis.Trace([_record("dh_t", dh_t), _record("act_grad", 1 - h_t ** 2, line=2),
+                                 _record("da", dh_t * (1 - h_t ** 2), [0, 1], 3),
+                                 _record("d_in", 0.0, line=4), _record("d_in", dx, [3], 5)])
+    student = diagnosis.Trace([_record("grad_h", dh_t, line=11), _record("da", dh_t * (1 - h_t), [0], 12),
+                               _record("d_in", dx * 2, line=14)])
+    lines = diagnosis.explain(reference, student)
+    assert lines[0] == "Where your values first go wrong: `da` (computed from `dh_t` and `act_grad`)"
+    assert lines[1] == "  Right so far: in backward, `grad_h` matches the reference."
+    assert lines[2].startswith("  your `da` at mytorch/nn/x.py:12")
+    student.records[1] = _record("da", dh_t * (1 - h_t ** 2), [0], 12)
+    lines = diagnosis.explain(reference, student)
+    assert lines[0].startswith("Where your values first go wrong: `d_in`") and "x.py:14" in lines[2]
+    assert "expected" in lines[3] and "shape" not in lines[3]              # the sum, not its start 0.0: shape ()
+
+
+def test_a_value_of_the_same_name_but_another_shape_is_not_taken_for_the_quantity():
+    a = np.arange(6.0).reshape(2, 3)
+    reference = [_record("x", a), _record("out", np.zeros(8) + 1, [0], 2)]
+    student = [_record("x", a), _record("out", np.zeros(7), [0], 12), _record("y", np.zeros(8), [0], 13)]
+    finding = diagnosis.first_wrong(reference, student)
+    assert reference[finding.wrong].name == "out" and diagnosis.candidate(finding, reference, student) == 2
+
+
 def _forms_of(value):
     """Every form of a student's value that the matching tries, written out plainly: itself, transposed (2-D),
     summed over the batch, and each equal block along the first or last axis (2, 3 or 4 blocks, each >= 2)."""
