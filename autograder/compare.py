@@ -71,8 +71,13 @@ def transform_hints(name, actual, expected, batch, label=None):
                             "a weight gradient is d_outᵀ @ input, shaped like the weight)"))
     if actual.shape != expected.shape:
         if not hints and actual.size == expected.size and close(actual.reshape(expected.shape), expected):
-            hints.append((label, "the right values in the wrong shape: an unbatched input (1-D) must give "
-                                "1-D results, a batched one (N, ·) results"))
+            if name.startswith("grad/"):
+                hints.append((label, "the right values in the wrong shape: a parameter's gradient has the "
+                                     "parameter's own shape, whatever the batch (a sum over the batch without "
+                                     "keepdims)"))
+            else:
+                hints.append((label, "the right values in the wrong shape: an unbatched input (1-D) gives 1-D "
+                                     "results, a batched one (N, ·) gives results with the batch axis first"))
         return hints
     if np.abs(expected).max(initial=0) > ATOL and close(actual, -expected):
         hints.append((label, "the right magnitude but the opposite sign: check a subtraction such as "
@@ -87,6 +92,15 @@ def transform_hints(name, actual, expected, batch, label=None):
         hints.append((label, "the expected gradient divided by the batch size: sum over the batch "
                             "(np.sum(..., axis=0)); averaging belongs to the loss, not to the cell"))
     return hints
+
+
+def batch_sum_hints(name, actual, expected, batch, axis=0):
+    """A hint for a result summed over the batch (``axis`` of ``expected``; 1 when axis 0 stacks the steps)."""
+    if (batch or 1) > 1 and actual.shape == expected.shape[:axis] + expected.shape[axis + 1:] \
+            and close(actual, expected.sum(axis=axis)):
+        return [(name, "the sum over the batch of the expected rows: this result has one row per example, "
+                       "(N, ·); sum over the batch only for a parameter's gradient")]
+    return []
 
 
 def squeeze_hints(name, actual_shape, expected_shape, scalar_type=False):
@@ -127,7 +141,8 @@ def compare(name, actual, expected, type_text, variants=(), batch=None, steps=No
         return Verdict(False, f"{shown}: dtype {actual.dtype}, expected {expected.dtype}", hint)
     if actual.shape != expected.shape:
         got = actual.shape[1:] if steps and actual.ndim >= 1 and actual.shape[0] == expected.shape[0] else actual.shape
-        hints = squeeze_hints(shown, got, per_step) or transform_hints(name, actual, expected, batch, shown)
+        hints = squeeze_hints(shown, got, per_step) or transform_hints(name, actual, expected, batch, shown) \
+            or batch_sum_hints(shown, actual, expected, batch, 1 if steps else 0)
         return Verdict(False, f"{shown}: shape {got}, expected {per_step}", tuple(hints))
     if close(actual, expected):
         return Verdict(True)

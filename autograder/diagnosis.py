@@ -495,10 +495,17 @@ def explain(reference, student, config=None, wrong_outputs=()):
             lines.append(f"    {difference}")
         lines += _called_from(student, s)
     else:
-        readers = [ref[i].name for i in range(finding.wrong + 1, len(ref)) if finding.wrong in ref[i].reads]
-        lines.append("  no value of yours has its shape (an inline expression?)" +
-                     (f"; it is read by {_names(readers)}" if readers else ""))
-        lines += [f"  {o}" for o in wrong_outputs[:2]]
+        named = [s for s in mine[finding.after + 1:] if _base(s.name) == _base(q.name)]
+        if named:                                      # the student's value of that name, in another shape
+            s = named[0]
+            lines.append(f"  your `{s.name}` at {s.file}:{s.line}" + (f":\n    {s.text}" if s.text else ""))
+            lines.append(f"    shape {s.value.shape}, expected {q.value.shape}")
+            lines += _called_from(student, s)
+        else:
+            readers = [ref[i].name for i in range(finding.wrong + 1, len(ref)) if finding.wrong in ref[i].reads]
+            lines.append("  no value of yours has its shape (an inline expression?)" +
+                         (f"; it is read by {_names(readers)}" if readers else ""))
+            lines += [f"  {o}" for o in wrong_outputs[:2]]
     if student.lost:
         lines.append(f"  (the trace of your code stopped early: {student.lost})")
     return lines

@@ -292,6 +292,8 @@ def test_a_value_of_the_same_name_but_another_shape_is_not_taken_for_the_quantit
     student = [_record("x", a), _record("out", np.zeros(7), [0], 12), _record("y", np.zeros(8), [0], 13)]
     finding = diagnosis.first_wrong(reference, student)
     assert reference[finding.wrong].name == "out" and diagnosis.candidate(finding, reference, student) == 2
+    lines = diagnosis.explain(diagnosis.Trace(reference), diagnosis.Trace(student[:2]))   # none of its shape
+    assert lines[2:4] == ["  your `out` at mytorch/nn/x.py:12", "    shape (7,), expected (8,)"]
 
 
 def _forms_of(value):

@@ -179,6 +179,26 @@ def test_shapes_and_indices_are_the_students_not_the_step_axis():
     assert any(mistakes.SQUEEZED in text for _, text in scalar.hints)
 
 
+def test_a_shape_hint_names_the_cause_the_shapes_show():
+    """A parameter's gradient kept with keepdims is told it has the parameter's shape (not about batched input);
+    a result summed over a batch of 4 is told so (not that it lost an axis of length 1), per step too."""
+    rng = np.random.default_rng(2)
+    bias = rng.standard_normal(5)
+    kept = compare.compare("grad/bias_ih", bias[None], bias, "x", batch=4, label="grads['bias_ih']")
+    assert kept.hints == (("grads['bias_ih']", "the right values in the wrong shape: a parameter's gradient has "
+                                               "the parameter's own shape, whatever the batch (a sum over the "
+                                               "batch without keepdims)"),)
+    dx = rng.standard_normal((1, 4, 3))                       # one backward call, N=4, I=3
+    summed = compare.compare("dx", dx.sum(axis=1), dx, "x", batch=4, steps=1)
+    assert summed.message == "dx: shape (3,), expected (4, 3)"
+    assert [text for _, text in summed.hints] == [
+        "the sum over the batch of the expected rows: this result has one row per example, (N, ·); sum over the "
+        "batch only for a parameter's gradient"]
+    assert compare.compare("dx", dx.sum(axis=1) + 1, dx, "x", batch=4, steps=1).hints == ()
+    unbatched = compare.compare("h_t", bias[None], bias, "x", batch=1)
+    assert "an unbatched input (1-D) gives 1-D results" in unbatched.hints[0][1]
+
+
 def test_a_nan_is_counted_as_one_and_the_errors_are_those_of_the_numbers():
     """NaN has no size: a mismatch line counts the NaN among the entries that differ, and its largest errors
     are those of the entries that are numbers (an error of 0 beside 11 wrong entries told a student nothing)."""
