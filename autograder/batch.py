@@ -47,6 +47,12 @@ def no_isolation_warning():
                          "run as root with --run-as USER (an unprivileged user made for grading).", 80)
 
 
+def stored_cases_note():
+    return textwrap.fill("note: graded on the stored cases, whose expected outputs ship with the student handout: "
+                         "a submission that hands them back without computing them scores as if it had. "
+                         "--fresh-seed grades on new cases, computed by the solution.", 80)
+
+
 def _count(n, noun):
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
@@ -288,6 +294,8 @@ def main(argv):
                                   [(folder, "the submissions"), (report_dir, "the feedback and the class report")])
     if users is None:
         print(no_isolation_warning(), file=sys.stderr)
+    if fresh_seed is None:
+        print(stored_cases_note(), file=sys.stderr)
     else:
         cli.refuse_writable(parser, users.users, [report_dir], "the report (give --out a folder only root may write)")
     at_once = jobs if users is None else min(jobs, len(users.users))    # never two submissions per user

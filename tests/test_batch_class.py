@@ -106,6 +106,7 @@ def test_every_submission_gets_one_row_with_its_total_and_reason(graded_class):
     assert (f"{len(EXPECTED)} submissions found, {len(EXPECTED)} rows written:\n  scores     {report / 'scores.csv'}\n"
             f"  feedback   {report / 'feedback'}\n  the class  {report / 'report.md'}\n") in proc.stdout
     assert "warning: no isolation" in proc.stderr and all(len(line) <= 80 for line in proc.stderr.splitlines())
+    assert "note: graded on the stored cases" in proc.stderr and "--fresh-seed grades on new" in proc.stderr
     rows = _rows(report / "scores.csv")
     parts = ["1.1", "1.2", "2.1", "2.2"]
     assert rows[0] == ["submission", "handed in as"] + parts + ["total", "problem", "reason"]

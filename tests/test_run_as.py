@@ -520,6 +520,7 @@ def test_batch_pool_keeps_concurrent_submissions_apart(sandbox_user):
                   extra_env={"MYTORCH_GRADER_IPC_NAMESPACE": "0"}, extra=["--fresh-seed", "11"])
     assert proc.returncode == 0, proc.stderr
     assert "graded 5/5 submissions" in proc.stderr and "Traceback" not in proc.stderr
+    assert "stored cases" not in proc.stderr                        # new cases: no note that answers could be replayed
     scores = _scores(subs)
     assert scores["alice"] == scores["carol"] == scores["erin"] == 100
     assert scores["mallory"] < 100 and scores["dave"] == 0
