@@ -41,7 +41,11 @@ def graded_elsewhere(root):
     """What to tell a student whose current folder is not the one graded (None when it is)."""
     if os.path.abspath(root) == os.getcwd():
         return None
-    return f"Grading the mytorch in {root} (the nearest folder holding one; --submission DIR names another)."
+    folder = os.getcwd()
+    if folder == root or folder.startswith(root.rstrip(os.sep) + os.sep):
+        return f"Grading the mytorch in {root} (the nearest folder holding one; --submission DIR names another)."
+    return (f"Grading the mytorch beside this grader, in {root}: no folder from here up holds a mytorch/ "
+            "(run from your project's folder, or give --submission DIR).")
 
 
 def add_common(parser, jobs="parts graded at once (default: one more than the cores)"):
@@ -354,6 +358,16 @@ def ready_for(user, checked):
     sandbox.clear_user(user)
 
 
+def _no_package(root):
+    """What to tell a student whose ``root`` holds no ``mytorch`` package (None when it does)."""
+    if os.path.isfile(os.path.join(root, "mytorch", "__init__.py")):
+        return None
+    if os.path.basename(os.path.normpath(root)) == "mytorch" and os.path.isfile(os.path.join(root, "__init__.py")):
+        return (f"No mytorch package in {root}, which is the package itself: give the folder that holds it, "
+                f"--submission {os.path.dirname(os.path.normpath(root))}.")
+    return f"No mytorch package in {root}: run from the folder that holds mytorch/, or give --submission DIR."
+
+
 def _placeholder(parts, message):
     return [grade.PartResult(p, 0.0, "error", message) for p in parts]
 
@@ -421,13 +435,15 @@ def _grade_checked(parser, args, the_course, parts, root, user, python, python_c
     try:
         if args.submission is None and graded_elsewhere(root):
             console.print(graded_elsewhere(root))
-        if not os.path.isfile(os.path.join(root, "mytorch", "__init__.py")):
-            console.print(f"No mytorch package in {root}: run from the folder that holds mytorch/, or give "
-                          "--submission DIR.")
-        results = grade.grade(root, parts, timeout=args.timeout, memory_mb=args.memory, verbose=args.verbose,
-                              fresh_seed=fresh_seed, solution=solution, jobs=args.jobs, user=user, python=python,
-                              progress=progress, worker=worker, ready=lambda: ready_for(user, python_checked),
-                              loaded=loaded and loaded.result)
+        missing = _no_package(root)
+        if missing:                                       # every part would only fail to import it
+            console.print(missing)
+            results = _placeholder(parts, missing)
+        else:
+            results = grade.grade(root, parts, timeout=args.timeout, memory_mb=args.memory, verbose=args.verbose,
+                                  fresh_seed=fresh_seed, solution=solution, jobs=args.jobs, user=user,
+                                  python=python, progress=progress, worker=worker,
+                                  ready=lambda: ready_for(user, python_checked), loaded=loaded and loaded.result)
         progress.finish()
         if fresh_seed is not None:
             console.print(f"Graded on fresh cases from seed {fresh_seed}.")

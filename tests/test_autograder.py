@@ -375,7 +375,8 @@ def test_a_student_inside_their_mytorch_grades_and_packs_their_own(tmp_path):
     assert not os.path.exists(os.path.join(inside, "handin.tar"))
     (tmp_path / "elsewhere").mkdir()
     proc = run_cli(["1.1"], cwd=tmp_path / "elsewhere")
-    assert f"Grading the mytorch in {REPO} " in " ".join(proc.stdout.split()) and "4.00/4" in proc.stdout, proc.stdout
+    assert f"Grading the mytorch beside this grader, in {REPO}: no folder from here up holds a mytorch/" in \
+        " ".join(proc.stdout.split()) and "4.00/4" in proc.stdout, proc.stdout      # not "the nearest folder"
     assert "Grading the mytorch" not in run_cli(["1.1"], cwd=sub).stdout      # its own folder: nothing to say
 
 

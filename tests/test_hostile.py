@@ -118,10 +118,20 @@ def test_missing_and_damaged_reference_data(tmp_path):
 
 
 def test_no_mytorch_at_all(tmp_path):
+    """A folder without the package: one message and every part 0 with it (no part runs another mytorch); the
+    package folder itself named: the folder to give instead."""
     (tmp_path / "empty").mkdir()
-    proc = run_cli(["1.1", "--submission", str(tmp_path / "empty"), "--json", str(tmp_path / "r.json")])
-    assert proc.returncode == 0 and "No mytorch package" in proc.stdout
-    assert "importing mytorch failed" in load_results(tmp_path / "r.json")["tests"][0]["output"]
+    proc = run_cli(["1.1", "2", "--submission", str(tmp_path / "empty"), "--json", str(tmp_path / "r.json")])
+    message = f"No mytorch package in {tmp_path / 'empty'}: run from the folder that holds mytorch/"
+    assert proc.returncode == 0 and message in proc.stdout.replace("\n  ", " ")
+    tests = load_results(tmp_path / "r.json")["tests"]
+    assert len(tests) == 3 and all(t["score"] == 0 and message in t["output"] for t in tests)
+    assert "importing mytorch failed" not in proc.stdout
+    sub = make_submission(tmp_path / "sub")
+    proc = run_cli(["1.1", "--submission", os.path.join(sub, "mytorch")])
+    assert f"which is the package itself: give the folder that holds it, --submission {sub}." in \
+        proc.stdout.replace("\n  ", " ")
+
 
 
 def test_editing_any_grader_module_then_hanging_changes_nothing_in_the_grader(tmp_path):
