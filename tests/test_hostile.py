@@ -133,7 +133,6 @@ def test_no_mytorch_at_all(tmp_path):
         proc.stdout.replace("\n  ", " ")
 
 
-
 def test_editing_any_grader_module_then_hanging_changes_nothing_in_the_grader(tmp_path):
     """Every grader module the parent uses is imported before student code runs: a submission that appends
     code to each of them (local mode lets it write there) and then hangs until the part times out must
