@@ -142,7 +142,7 @@ def judge_case(k, config, expected, variants, report, arrays, verbose=False):
     if status in ("error", "import_error"):
         return _error_case(header, report, sequence)
     failures, hints, wrong = [], [], []
-    mutated = _texts(report.get("mutated"))
+    mutated = list(dict.fromkeys(_texts(report.get("mutated"))))     # once each, however often it was seen
     if mutated:
         failures.append(f"modified {', '.join(mutated)} in place: never change inputs or parameters in "
                         "forward/backward (x += … changes the caller's array; use x = x + …)")

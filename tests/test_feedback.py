@@ -162,6 +162,16 @@ def test_a_child_report_of_the_wrong_types_is_ignored_not_trusted():
     assert max(map(len, output.splitlines())) < 1000          # the long warning was cut
 
 
+def test_an_input_changed_in_place_is_named_once_however_often_it_was_seen():
+    part = spec.PARTS_BY_NUMBER["1.1"]
+    stored = data.load_part("1.1")
+    reports = [{"status": "ok", "mutated": ["parameter bias_ih", "parameter bias_ih"]}] * len(stored.configs)
+    arrays = {(k, name): a for k, expected in enumerate(stored.expected) for name, a in expected.items()}
+    score, status, output, _ = feedback.judge_part(part, stored, sandbox.Outcome(reports=reports, arrays=arrays))
+    assert score == 0 and "modified parameter bias_ih in place: never change" in output
+    assert "bias_ih, parameter bias_ih" not in output
+
+
 def test_shapes_and_indices_are_the_students_not_the_step_axis():
     expected = np.arange(6.0).reshape(1, 2, 3)                # one backward call, N=2, I=3
     wrong = expected.copy()
