@@ -58,8 +58,9 @@ def _refuse_a_path_the_users_may_write(argv):
     those of PYTHONPATH), and one a sandbox user planted there would run as root. So, before any of them is
     imported (``os`` is loaded, ``pwd`` built in), a usage error if a sandbox user (each of a list; for batch's
     ``PREFIX*``, users not made yet: anyone) owns such a folder (or, for one not there yet, the nearest above),
-    or could write it or rename it (through a folder above it). The grader's checks look at them again later,
-    whole (ACLs too)."""
+    or could write it or rename it (through a folder above it); and every module imported from then on is
+    looked at before it runs (``_CheckedImports``). The grader's checks look at them again later, whole (ACLs
+    too)."""
     import os
     names = _options(argv, ["--run-as"]).get("--run-as")
     if names is None or os.geteuid() != 0:
@@ -71,26 +72,86 @@ def _refuse_a_path_the_users_may_write(argv):
             users.append(pwd.getpwnam(name))
         except (KeyError, ValueError):
             pass                                      # PREFIX*, or no such user (refused later): anyone counts
-    who = [(f"user {u.pw_name}", u.pw_uid, u.pw_gid) for u in users] or [("a sandbox user", -1, -1)]
+    who = [(f"user {u.pw_name}", u.pw_uid, set(os.getgrouplist(u.pw_name, u.pw_gid))) for u in users] \
+        or [("a sandbox user", -1, set())]
     for entry in [p for p in sys.path if isinstance(p, str)]:
         folder = above = os.path.abspath(entry or os.curdir)
         while not os.path.exists(above):
             above = os.path.dirname(above)
-        first = above
-        while True:
-            info = os.stat(above)
-            lasting = above == first or not info.st_mode & 0o1000    # sticky above: no one renames another's
-            for name, uid, gid in who:
-                if info.st_uid == uid or (lasting and (info.st_mode & 0o002 or (
-                        info.st_mode & 0o020 and info.st_gid == gid))):
-                    sys.stderr.write(f"python -m autograder: error: {name} could change {folder}, which the "
-                                     "grader runs or may import as root: student code could plant code there; "
-                                     "start it from a folder only root may write, with no such folder on "
-                                     "PYTHONPATH (or run python -P -m autograder)\n")
-                    sys.exit(2)
-            if above == os.path.dirname(above):
-                break
-            above = os.path.dirname(above)
+        _refuse_a_writer(folder, _folders_up(above, None), who,
+                         "start it from a folder only root may write, with no such folder on PYTHONPATH (or run "
+                         "python -P -m autograder)")
+    sys.meta_path.insert(0, _CheckedImports(who))
+
+
+def _folders_up(first, stop):
+    """``(folder, lasting)`` from ``first`` up to ``stop`` (excluded) or ``/``: ``lasting``, whether a writer
+    of it could change what lies in it for good (``first`` itself, or a folder that is not sticky: in a sticky
+    one no one renames another's entry)."""
+    import os
+    folder = first
+    while folder != stop:
+        info = os.stat(folder)
+        yield folder, info, folder == first or not info.st_mode & 0o1000
+        if folder == os.path.dirname(folder):
+            return
+        folder = os.path.dirname(folder)
+
+
+def _refuse_a_writer(named, places, who, fix):
+    """Exit 2 (before anything else runs) if one of ``who`` could change one of ``places`` (``(path, stat,
+    lasting)``): as its owner, or, where lasting, through its mode or its group. The message names ``named``,
+    or (None) the place found."""
+    for path, info, lasting in places:
+        for name, uid, groups in who:
+            if info.st_uid == uid or (lasting and (info.st_mode & 0o002 or (
+                    info.st_mode & 0o020 and info.st_gid in groups))):
+                sys.stderr.write(f"python -m autograder: error: {name} could change {named or path}, which the "
+                                 f"grader runs or may import as root: student code could plant code there; {fix}\n")
+                sys.exit(2)
+
+
+class _CheckedImports:
+    """First on ``sys.meta_path`` under ``--run-as``: each module the grader imports as root from then on is
+    found as usual, then refused (exit 2) if a sandbox user could change its file, its bytecode or a folder
+    between it and the folder of ``sys.path`` it lies in (one those checks looked at already), or the libraries
+    a wheel ships beside its package (``numpy.libs``): a file planted there would otherwise run as root before
+    the grader's checks of its own Python could refuse the run. The Pythons the grader starts as root are
+    checked before it starts them."""
+
+    def __init__(self, who):
+        self.who, self.seen = who, set()
+
+    def find_spec(self, name, path=None, target=None):
+        for finder in list(sys.meta_path):
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(name, path, target)
+            if spec is not None:
+                self._check(spec)
+                return spec
+        return None
+
+    def _check(self, spec):
+        import os
+        places = [spec.origin] if spec.has_location and isinstance(spec.origin, str) else []
+        places += [p for p in spec.submodule_search_locations or () if isinstance(p, str)]
+        if isinstance(spec.cached, str) and os.path.exists(spec.cached):
+            places.append(spec.cached)
+        if spec.submodule_search_locations and "." not in spec.name:
+            places += [p + ".libs" for p in places[1:] if os.path.isdir(p + ".libs")]
+        entries = {os.path.abspath(p or os.curdir) for p in sys.path if isinstance(p, str)}
+        for place in places:
+            place = os.path.abspath(place)
+            if place in self.seen:
+                continue
+            self.seen.add(place)
+            inside = [os.path.join(place, n) for n in os.listdir(place)] if place.endswith(".libs") else []
+            stop = next((e for e in sorted(entries, key=len, reverse=True)
+                         if place.startswith(e.rstrip(os.sep) + os.sep)), None)
+            checked = [(p, os.stat(p), True) for p in [place] + inside]
+            _refuse_a_writer(None, checked + list(_folders_up(os.path.dirname(place), stop)), self.who,
+                             "make the grader's Python and its own files writable by root alone")
 
 
 def _check_early(argv):

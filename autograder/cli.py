@@ -390,7 +390,10 @@ def main_grade(argv, worker=None):
         worker.close()                                    # before the checks of what it loads as root is not used
         worker = None
     if worker is None and user is not None and zygote.enabled():
-        # its Python and the grader's files are checked now: it imports NumPy while the rest is set up
+        # a --python and the grader's files are checked now: it imports NumPy while the rest is set up; the
+        # grader's own Python, run as root by a zygote too, once its checks (still under way) have passed
+        if python is None:
+            python_checked()
         worker = started = zygote.Zygote(python)
     loading = concurrent.futures.ThreadPoolExecutor(max_workers=1)
     # the stored references, read and verified while the zygote starts and the rest is checked

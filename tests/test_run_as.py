@@ -622,6 +622,64 @@ def test_grader_files_the_sandbox_user_could_change_are_refused_before_the_pytho
         assert "0" in f.read().split()
 
 
+@pytest.mark.parametrize("command", [["1.1"], ["1.1", "--python", None], ["batch", None]],
+                         ids=["grade, its own Python", "grade, --python", "batch"])
+def test_a_grader_module_the_sandbox_user_could_change_never_runs_as_root(sandbox_user, command):
+    """A module of the grader's own the user could change (here report.py, which the grader imports before its
+    checks of its own Python end) is refused as it is imported, before it runs: a line planted in it that
+    records root never runs, in a grade (and its zygote) and in a batch."""
+    make_user, python, home = sandbox_user
+    user = make_user()
+    folder = _world_readable_dir(os.path.join(home, "planted-"))
+    grader = make_grader_copy(os.path.join(folder, "copy"))
+    marker = os.path.join(tempfile.mkdtemp(), "ran-as-root")                 # a folder of root's alone
+    planted = os.path.join(grader, "autograder", "report.py")
+    with open(planted, "a") as f:
+        f.write(f"\nimport os as _os\nif _os.geteuid() == 0:\n    open({marker!r}, 'w').close()\n")
+    os.chown(planted, user.pw_uid, user.pw_gid)
+    subs = os.path.join(folder, "subs")
+    sub = make_submission(os.path.join(subs, "alice"))
+    args = [python if a is None and "--python" in command else subs if a is None else a for a in command]
+    args += ["--run-as", user.pw_name] + (["--submission", sub] if command[0] != "batch" else [])
+    proc = subprocess.run([sys.executable, "-m", "autograder", *args], cwd=grader,
+                          env=dict(os.environ, PYTHONPATH=""), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"user {user.pw_name} could change {planted}, which the grader runs or may import as root" in \
+        proc.stderr
+    assert not os.path.exists(marker), "the planted line ran as root"
+
+
+def test_each_module_imported_as_root_is_looked_at_before_it_runs(tmp_path, monkeypatch, capsys):
+    """``__main__._CheckedImports``: a module file, its bytecode, its package's folder or a library its wheel
+    ships beside it (``.libs``) that a sandbox user owns or may write is refused before the module runs; the
+    same module, root's alone, is found as usual."""
+    from autograder import __main__ as entry
+    who = [("user mallory", 64001, {64001})]
+    site = tmp_path / "site"
+    (site / "wheel" / "__pycache__").mkdir(parents=True)
+    (site / "wheel.libs").mkdir()
+    (site / "wheel.libs" / "libblas.so").write_text("")
+    (site / "wheel" / "__init__.py").write_text("import sys\nsys.ran = True\n")
+    (site / "plain.py").write_text("")
+    monkeypatch.syspath_prepend(str(site))
+    hook = entry._CheckedImports(who)
+    assert hook.find_spec("wheel").origin == str(site / "wheel" / "__init__.py")
+    assert hook.find_spec("plain") is not None and not hasattr(sys, "ran")
+    for planted in (site / "plain.py", site / "wheel" / "__init__.py", site / "wheel", site / "wheel.libs",
+                    site / "wheel.libs" / "libblas.so"):
+        os.chown(planted, 64001, 64001)
+        with pytest.raises(SystemExit) as stop:
+            entry._CheckedImports(who).find_spec("plain" if planted.name == "plain.py" else "wheel")
+        assert stop.value.code == 2
+        assert f"user mallory could change {planted}, which the grader runs or may import as root" in \
+            capsys.readouterr().err
+        os.chown(planted, 0, 0)
+    os.chmod(site / "wheel" / "__init__.py", 0o666)                          # anyone may write it
+    with pytest.raises(SystemExit):
+        entry._CheckedImports(who).find_spec("wheel")
+    assert not hasattr(sys, "ran")
+
+
 def test_a_library_the_python_loads_from_outside_its_tree_that_the_sandbox_user_could_change_is_refused(
         sandbox_user):
     """The zygote imports NumPy as root: every file mapped executable then counts, also one from outside the

@@ -393,6 +393,23 @@ def test_a_zygote_started_early_is_never_used_for_a_sandbox_user(monkeypatch):
     assert used == ["started for the user"] and closed == ["early", "started for the user"]
 
 
+def test_under_run_as_the_graders_own_python_runs_no_zygote_before_its_checks_end(monkeypatch):
+    """Without --python the zygote is the grader's own Python as root: it starts only once that Python's checks
+    (still under way when the options are resolved) have passed, and not at all when they refuse."""
+    from autograder import cli
+    import pwd
+    started = []
+
+    def refused():
+        raise SystemExit(2)
+    monkeypatch.setattr(cli, "resolve_user", lambda parser, name: pwd.getpwnam("nobody"))
+    monkeypatch.setattr(cli, "resolve_python", lambda *args, **kwargs: (None, refused))
+    monkeypatch.setattr(zygote, "Zygote", lambda python: started.append(python))
+    with pytest.raises(SystemExit):
+        cli.main_grade(["--run-as", "nobody", "1.1"])
+    assert started == []
+
+
 @pytest.mark.parametrize("argv", [["99.9"], ["--no-such-option"], ["--help"], ["--python", "/no/such/python"]])
 def test_a_usage_error_leaves_no_zygote_behind(argv, capsys):
     from autograder import __main__ as entry
