@@ -100,6 +100,11 @@ SKIP_REPEATS = ("these values are what allowing a skip between two EQUAL labels 
                 "or 'a a' would collapse to 'a'")
 BETA_WITH_Y = ("these values are what a beta that includes the current step's y would give: the course's β[t, s] "
                "leaves y[t] out (β[T−1, S−1] = β[T−1, S−2] = 1, and y[t+1] enters β[t]), so that α ⊙ β counts y[t] once")
+LOG_SUM_WITH_PLUS = ("these values are what adding log α's with + would give: that multiplies the probabilities; "
+                     "in log space their sum is the log-sum-exp, _lse(stay, move, jump), and the product with y "
+                     "is + ly[t]")
+LOG_PRODUCT_WITH_TIMES = ("these values are what multiplying by ly[t] would give: in log space α·y is log α + log y, "
+                          "so add ly[t]")
 GAMMA_UNNORMALISED = ("these values are what α ⊙ β without the normalisation would give: γ[t, s] = α[t, s] β[t, s] "
                       "divided by Σ_s α[t, s] β[t, s] at each t")
 UNDERFLOW = ("these values are what computing α and β in probability space would give on this long sequence: their "
@@ -310,6 +315,10 @@ CATALOGUE += (
             ("8.1", "8.5", "8.6"), SKIP_REPEATS, variant=True),
     Mistake("ctc-alpha-without-skip", CTC, "la[t] = _lse(stay, move, jump) + ly[t]", "la[t] = _lse(stay, move) + ly[t]",
             ("8.2", "8.5", "8.6")),
+    Mistake("ctc-alpha-log-sum-with-plus", CTC, "la[t] = _lse(stay, move, jump) + ly[t]",
+            "la[t] = stay + move + jump + ly[t]", ("8.2", "8.5", "8.6"), LOG_SUM_WITH_PLUS, variant=True),
+    Mistake("ctc-alpha-log-product-with-times", CTC, "la[t] = _lse(stay, move, jump) + ly[t]",
+            "la[t] = _lse(stay, move, jump) * ly[t]", ("8.2", "8.5", "8.6"), LOG_PRODUCT_WITH_TIMES, variant=True),
     Mistake("ctc-alpha-starts-on-blank-only", CTC, "la[0, ..., :2] = ly[0, ..., :2]", "la[0, ..., :1] = ly[0, ..., :1]",
             ("8.2", "8.5", "8.6")),
     Mistake("ctc-beta-includes-current-y", CTC,        # β'[t] = y[t] β[t]: started at y[T−1], y[t] multiplied in
