@@ -100,6 +100,8 @@ SKIP_REPEATS = ("these values are what allowing a skip between two EQUAL labels 
                 "or 'a a' would collapse to 'a'")
 BETA_WITH_Y = ("these values are what a beta that includes the current step's y would give: the course's β[t, s] "
                "leaves y[t] out (β[T−1, S−1] = β[T−1, S−2] = 1, and y[t+1] enters β[t]), so that α ⊙ β counts y[t] once")
+TANH_OF_PRE_ACTIVATION = ("these values are what tanh's derivative taken at the pre-activation would give, 1 − a²: "
+                          "tanh'(a) = 1 − tanh²(a), so from the output it is 1 − h'² (F.tanh_grad(cache.h_t))")
 LOG_SUM_WITH_PLUS = ("these values are what adding log α's with + would give: that multiplies the probabilities; "
                      "in log space their sum is the log-sum-exp, _lse(stay, move, jump), and the product with y "
                      "is + ly[t]")
@@ -139,6 +141,9 @@ CATALOGUE = (
     Mistake("rnn-dx-transposed", RNN, 'dx = da @ p["weight_ih"]', 'dx = (da @ p["weight_ih"]).T', ("1.2", "6.1"),
             TRANSPOSED),
     Mistake("rnn-dh-sign", RNN, 'dh = da @ p["weight_hh"]', 'dh = -(da @ p["weight_hh"])', ("1.2", "6.1"), SIGN),
+    Mistake("rnn-tanh-derivative-of-the-pre-activation", RNN, "act_grad = F.tanh_grad(cache.h_t) if",
+            'act_grad = 1 - (cache.x @ p["weight_ih"].T + self._bias("bias_ih") + cache.hidden @ p["weight_hh"].T'
+            ' + self._bias("bias_hh")) ** 2 if', ("1.2", "6.1"), TANH_OF_PRE_ACTIVATION, variant=True),
     Mistake("rnn-relu-derivative-of-tanh", RNN, "F.relu_grad(cache.h_t)", "F.tanh_grad(cache.h_t)", ("1.2",)),
     Mistake("rnn-bias-grad-averaged", RNN, 'g["bias_ih"] += da.sum(axis=0)', 'g["bias_ih"] += da.mean(axis=0)',
             ("1.2", "6.1"), BATCH_MEAN),
