@@ -79,6 +79,10 @@ def transform_hints(name, actual, expected, batch, label=None):
                 hints.append((label, "the right values in the wrong shape: an unbatched input (1-D) gives 1-D "
                                      "results, a batched one (N, ·) gives results with the batch axis first"))
         return hints
+    if name.startswith("grad/") and expected.ndim == 1 and actual.size > 1 and np.ptp(expected) > ATOL \
+            and abs(actual[0]) > ATOL and np.all(actual == actual[0]):
+        hints.append((label, "every entry the same: a sum over every axis (np.sum(d) with no axis) where a "
+                             "bias's gradient sums over the batch alone, np.sum(d, axis=0)"))
     if np.abs(expected).max(initial=0) > ATOL and close(actual, -expected):
         hints.append((label, "the right magnitude but the opposite sign: check a subtraction such as "
                             "(h − n) versus (n − h), or 1 − z versus z − 1"))
@@ -268,6 +272,10 @@ def error_hints(error, where="", sequence=False):
     if "non-broadcastable output operand" in error:
         hints.append("an in-place update (+=) got an array of another shape: a bias gradient (H,) needs the "
                      "batch summed out, np.sum(d, axis=0)")
+    missing = re.search(r"No module named '(mytorch(?:\.\w+)+)'", error)
+    if missing:                                        # a file of the handout deleted or renamed
+        hints.append(f"mytorch/{'/'.join(missing.group(1).split('.')[1:])}.py is missing: restore it from the "
+                     "handout (its name and folder as they were)")
     field = re.search(r"'Cache' object has no attribute '(\w+)'", error)
     if field:
         hints.append(_filled(CACHE_FIELD, field=field.group(1)[:60]))

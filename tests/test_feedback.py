@@ -209,6 +209,18 @@ def test_a_shape_hint_names_the_cause_the_shapes_show():
     assert "an unbatched input (1-D) gives 1-D results" in unbatched.hints[0][1]
 
 
+def test_a_bias_gradient_summed_over_every_axis_and_a_deleted_file_are_named():
+    rng = np.random.default_rng(3)
+    da = rng.standard_normal((4, 5))
+    summed = compare.compare("grad/bias_ih", np.full(5, da.sum()), da.sum(axis=0), "x", batch=4, label="b")
+    assert ("b", "every entry the same: a sum over every axis (np.sum(d) with no axis) where a bias's gradient "
+                 "sums over the batch alone, np.sum(d, axis=0)") in summed.hints
+    assert not any("every entry" in text for _, text in
+                   compare.compare("grad/bias_ih", np.zeros(5), da.sum(axis=0), "x", batch=4, label="b").hints)
+    assert compare.error_hints("ModuleNotFoundError: No module named 'mytorch.nn.gru_cell'") == [
+        "mytorch/nn/gru_cell.py is missing: restore it from the handout (its name and folder as they were)"]
+
+
 def test_a_nan_is_counted_as_one_and_the_errors_are_those_of_the_numbers():
     """NaN has no size: a mismatch line counts the NaN among the entries that differ, and its largest errors
     are those of the entries that are numbers (an error of 0 beside 11 wrong entries told a student nothing)."""
