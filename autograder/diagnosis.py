@@ -356,8 +356,9 @@ def _close(a, b):
     return compare.close(a, b, equal_nan=True)
 
 
-def kind_of_difference(got, expected, previous=(), gates=()):
-    """The kind of difference between a student's value and the expected one, in words ('' if none known)."""
+def kind_of_difference(got, expected, previous=(), gates=(), backward=False):
+    """The kind of difference between a student's value and the expected one, in words ('' if none known);
+    ``backward``: the value is one of a backward's (where one step before can be the last forward's)."""
     if got.shape != expected.shape:
         if got.ndim == 2 and got.shape == expected.shape[::-1] and _close(got.T, expected):
             return "transposed"
@@ -367,7 +368,9 @@ def kind_of_difference(got, expected, previous=(), gates=()):
         return "the opposite sign"
     for earlier in previous:
         if earlier.shape == got.shape and _close(got, earlier):
-            return "the value it had one step before (in a backward after several forwards: the last forward's)"
+            return "the value it had one step before" + (" (in a backward after several forwards: the last "
+                                                          "forward's, read from the cell, not from the cache)"
+                                                          if backward else " (a state: each step starts from the one the step before returned)")
     nonzero = finite & (np.abs(expected) > 1e-12)
     if nonzero.any() and finite.all():
         ratios = np.sort(got[nonzero] / expected[nonzero])
@@ -486,7 +489,7 @@ def explain(reference, student, config=None, wrong_outputs=()):
     if j is not None:
         s = mine[j]
         previous = [r.value for r in ref[:finding.wrong] if _base(r.name) == _base(q.name)][-1:]
-        kind = kind_of_difference(s.value, q.value, previous, gates)
+        kind = kind_of_difference(s.value, q.value, previous, gates, backward="backward" in q.function)
         lines.append(f"  your `{s.name}` at {s.file}:{s.line}" + (f":\n    {s.text}" if s.text else ""))
         # a value of another name is the nearest one, not the quantity: say whose value it is compared with
         other = q.name if _base(s.name) != _base(q.name) else None

@@ -363,9 +363,13 @@ def test_kinds_of_difference(got, words):
 
 def test_the_previous_steps_value_is_recognised():
     e1, e2 = np.array([1.0, 2.0]), np.array([3.0, 5.0])
-    reference = diagnosis.Trace([_record("h", e1, frame=1), _record("h", e2, [0], frame=2)])
+    reference = diagnosis.Trace([_record("h", e1, frame=1, function="Cell.forward"),
+                                 _record("h", e2, [0], frame=2, function="Cell.forward")])
     student = diagnosis.Trace([_record("h", e1, frame=1), _record("h", e1, frame=2, line=9)])
-    assert "the value it had one step before" in "\n".join(diagnosis.explain(reference, student))
+    assert "the value it had one step before (a state: each step starts from" in \
+        "\n".join(diagnosis.explain(reference, student))
+    backward = diagnosis.Trace([_record("h", e1, frame=1), _record("h", e2, [0], frame=2, function="Cell.backward")])
+    assert "one step before (in a backward after several forwards" in "\n".join(diagnosis.explain(backward, student))
 
 
 # ---- the grader, end to end
