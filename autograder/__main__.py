@@ -134,16 +134,14 @@ class _CheckedImports:
 
     def _check(self, spec):
         import os
+        folders = [p for p in spec.submodule_search_locations or () if isinstance(p, str)]
         places = [spec.origin] if spec.has_location and isinstance(spec.origin, str) else []
-        places += [p for p in spec.submodule_search_locations or () if isinstance(p, str)]
+        places += folders + [p + ".libs" for p in folders if "." not in spec.name and os.path.isdir(p + ".libs")]
         if isinstance(spec.cached, str) and os.path.exists(spec.cached):
             places.append(spec.cached)
-        if spec.submodule_search_locations and "." not in spec.name:
-            places += [p + ".libs" for p in places[1:] if os.path.isdir(p + ".libs")]
         entries = {os.path.abspath(p or os.curdir) for p in sys.path if isinstance(p, str)}
-        for place in places:
-            place = os.path.abspath(place)
-            if place in self.seen:
+        for place in {p for place in places for p in (os.path.abspath(place), os.path.realpath(place))}:
+            if place in self.seen:                        # (a link's target and its folders too)
                 continue
             self.seen.add(place)
             inside = [os.path.join(place, n) for n in os.listdir(place)] if place.endswith(".libs") else []

@@ -678,6 +678,13 @@ def test_each_module_imported_as_root_is_looked_at_before_it_runs(tmp_path, monk
     with pytest.raises(SystemExit):
         entry._CheckedImports(who).find_spec("wheel")
     assert not hasattr(sys, "ran")
+    (tmp_path / "theirs").mkdir()                                            # a link to a file in their folder
+    (tmp_path / "theirs" / "real.py").write_text("")
+    os.chown(tmp_path / "theirs", 64001, 64001)
+    (site / "linked.py").symlink_to(tmp_path / "theirs" / "real.py")
+    with pytest.raises(SystemExit):
+        entry._CheckedImports(who).find_spec("linked")
+    assert f"user mallory could change {tmp_path / 'theirs'}," in capsys.readouterr().err
 
 
 def test_a_library_the_python_loads_from_outside_its_tree_that_the_sandbox_user_could_change_is_refused(
