@@ -16,7 +16,7 @@ import re
 
 import numpy as np
 
-from autograder import compare, places, untrusted
+from autograder import compare, places, spec, untrusted
 from autograder.driver import PROVIDED_FILES, PROVIDED_FUNCTIONS     # plain tables; imported now, never after
                                                                     # student code has run (it may edit the file)
 
@@ -335,6 +335,10 @@ def _judge_part(part, part_data, outcome, verbose, diagnose):
     statuses = {r.get("status") for r in reports}
     if statuses == {"not_implemented"}:
         where = _text(reports[0].get("where"), 600).split(": ", 1)[0]
+        owner = spec.cell_part_of_todo(part, where)
+        if owner is not None:
+            return 0.0, "not implemented", (f"{spec.WAITS_ON_A_CELL}{part.cell}, whose {owner.kind} is still a TODO "
+                                            f"({where}): finish part {owner.number} first"), []
         return 0.0, "not implemented", "not implemented yet" + (f" (the first TODO it reached: {where})"
                                                                  if where else ""), []
     if statuses == {"import_error"}:

@@ -131,7 +131,8 @@ def table(results, total_seconds=None, verbose=False, width=78, messages=True):
     rule, lines = width, []
     width = min(max([len(r.part.name) + 4 for r in results] + [12]), max(rule - 40, 12))
     for r in results:
-        if messages and (verbose or r.status in ("failed", "error")) and r.output:
+        shown = r.status in ("failed", "error") or r.output.startswith(spec.WAITS_ON_A_CELL)   # its cell's TODO
+        if messages and (verbose or shown) and r.output:
             lines += [f"── {r.part.number} {r.part.name}: {r.status} ".ljust(rule, "─"), r.output, ""]
     lines += [f"{'#':<5}{'Part':<{width}}{'Score':>12}", "─" * (width + 17)]
     section = None

@@ -129,6 +129,16 @@ PARTS = (
           (None, 3, 2, {}, 4, 1, False, {"bidirectional": True, "lengths": [3]}))),
 ) + CTC_PARTS
 PARTS_BY_NUMBER = {p.number: p for p in PARTS}
+WAITS_ON_A_CELL = "not implemented yet: the layer runs your "     # a sequence part stopped at its cell's TODO
+
+
+def cell_part_of_todo(part, where):
+    """The cell's part (``where``: 'mytorch/nn/gmu_cell.py:46 in forward') a sequence part stopped at a TODO of,
+    since the layer runs the student's cell; None for a TODO of the layer's own file or of another part."""
+    if part.kind != "sequence" or "nn/recurrent.py" in where:
+        return None
+    kind = "backward" if where.endswith(" in backward") else "forward"
+    return next((p for p in PARTS if p.cell == part.cell and p.kind == kind), None)
 SECTIONS = {"1": "RNN cell", "2": "GRU cell", "3": "GRU block cell", "4": "GMU cell", "5": "TGRU cell",
             "6": "BPTT through the sequence layer", "7": "LSTM cell, bidirectional and variable-length layers",
             "8": "CTC: loss and decoding"}

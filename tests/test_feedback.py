@@ -321,3 +321,24 @@ def test_a_wrong_decoded_path_is_shown_as_the_two_strings(tmp_path):
     assert f'case {k + 1} (' in shown and f'decoded_path: got "{wrong}", expected "{right}"' in shown, proc.stdout
     assert "values differ" not in shown.split(f"case {k + 1} (")[1].split("case ")[0]
     assert " ".join(mistake.hint.split())[:40] in shown
+
+
+def test_a_layer_part_stopped_at_its_cells_todo_names_the_cells_part_and_is_shown():
+    """A sequence part that reached a TODO in the cell it runs (its own layer done) says which cell part to
+    finish first, and the report shows that without --verbose; a TODO of the layer itself stays one mark."""
+    from autograder import grade
+    part, stored = spec.PARTS_BY_NUMBER["6.3"], data.load_part("6.3")
+
+    def judged(where):
+        reports = [{"status": "not_implemented", "where": where}] * len(stored.configs)
+        score, status, output, _ = feedback.judge_part(part, stored, sandbox.Outcome(reports=reports, arrays={}))
+        return grade.PartResult(part, score, status, output)
+    cell = judged("mytorch/nn/gru_block_cell.py:46 in forward: raise NotImplementedError")
+    assert cell.status == "not implemented" and cell.output == (
+        "not implemented yet: the layer runs your GRUBlockCell, whose forward is still a TODO "
+        "(mytorch/nn/gru_block_cell.py:46 in forward): finish part 3.1 first")
+    assert "finish part 3.2 first" in judged("mytorch/nn/gru_block_cell.py:80 in backward: raise").output
+    layer = judged("mytorch/nn/recurrent.py:118 in forward: raise NotImplementedError")
+    assert layer.output == "not implemented yet (the first TODO it reached: mytorch/nn/recurrent.py:118 in forward)"
+    table = report.table([cell, layer])
+    assert "finish part 3.1 first" in table and "recurrent.py:118" not in table
