@@ -281,6 +281,8 @@ def first_wrong(reference, student, reference_complete=True, student_complete=Tr
             bounds[i] = after
     children = [[] for _ in reference]
     for i, q in enumerate(reference):
+        if re.fullmatch(r"return of .*\[\d+\]", q.name):   # one element of a returned tuple: it reads every
+            continue                                      # element's name, and vouches for none but its own
         for p in q.reads:
             children[p].append(i)
     # the records of one statement (a, b = f(…)) read the same things: one vouches for them only with the others

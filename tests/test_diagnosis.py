@@ -286,6 +286,19 @@ def test_a_sums_start_or_a_value_the_student_never_names_is_judged_by_what_reads
     assert "expected" in lines[3] and "shape" not in lines[3]              # the sum, not its start 0.0: shape ()
 
 
+def test_one_element_of_a_returned_tuple_vouches_for_no_other():
+    """``return dx, dh, dc`` is recorded element by element, each reading all three names: a right dx returned
+    must not vouch for a wrong dc (the last statement of a backward went undiagnosed)."""
+    rng = np.random.default_rng(4)
+    da, dc = rng.standard_normal((2, 3)), rng.standard_normal((2, 3))
+    reference = [_record("da", da), _record("dx", 2 * da, [0], 2), _record("dc", dc, [0], 3),
+                 _record("return of backward[0]", 2 * da, [1, 2], 4)]
+    student = [_record("da", da), _record("dx", 2 * da, [0], 2), _record("dc", dc + 1, [0], 3),
+               _record("return of backward[0]", 2 * da, [1, 2], 4)]
+    finding = diagnosis.first_wrong(reference, student)
+    assert finding is not None and reference[finding.wrong].name == "dc"
+
+
 def test_a_value_of_the_same_name_but_another_shape_is_not_taken_for_the_quantity():
     a = np.arange(6.0).reshape(2, 3)
     reference = [_record("x", a), _record("out", np.zeros(8) + 1, [0], 2)]
