@@ -85,7 +85,9 @@ def transform_hints(name, actual, expected, batch, label=None):
                              "bias's gradient sums over the batch alone, np.sum(d, axis=0)"))
     if np.abs(expected).max(initial=0) > ATOL and close(actual, -expected):
         hints.append((label, "the right magnitude but the opposite sign: check a subtraction such as "
-                            "(h − n) versus (n − h), or 1 − z versus z − 1"))
+                            "(h − n) versus (n − h), or 1 − z versus z − 1" if name != "dY" else
+                      "the right magnitude but the opposite sign: the loss is −log P, so its gradient carries "
+                      "the minus: dY = −Σ γ / y"))
     for order, permuted in _gate_permutations(expected):
         if close(actual, permuted):
             hints.append((label, "the right gate blocks in the wrong order (the order found is "

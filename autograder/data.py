@@ -228,6 +228,10 @@ class Variants:
     def __len__(self):
         return len(self._members)
 
+    def texts(self):
+        """The hint texts, without reading an array."""
+        return [text for text, _ in self._members]
+
 
 def _read(content):
     members = _members(content)

@@ -210,6 +210,19 @@ def _placed(hint, found):
     return (name, text) if name is not None else text
 
 
+def _drop_coincidences(verdicts, variants, reports):
+    """Remove a known mistake's hint from every case when a failing case whose outputs were compared stores
+    that mistake's values and does not match them: the student's code is not that mistake, and the case that
+    matched is one where two mistakes give the same values (a one-step CTC case, where γ needs no
+    normalising)."""
+    failing = [k for k, v in enumerate(verdicts) if not v.passed and reports[k].get("status") == "ok"]
+    stored = {k: {t for arrays in variants[k].values()
+                  for t in (arrays.texts() if hasattr(arrays, "texts") else [t for t, _ in arrays])} for k in failing}
+    missed = {t for k in failing for t in stored[k] if t not in verdicts[k].hints}
+    for k in failing:
+        verdicts[k].hints = [h for h in verdicts[k].hints if h not in missed]
+
+
 def _message(verdicts, verbose):
     """(lines, hints): the first failing case in full, the others in one line each, then each hint once (all in
     full with verbose); the hints as the class report counts them, without the student's own text that the
@@ -356,6 +369,7 @@ def _judge_part(part, part_data, outcome, verbose, diagnose):
         arrays = {name: a for (case, name), a in outcome.arrays.items() if case == k}
         verdicts.append(judge_case(k, part_data.configs[k], part_data.expected[k], part_data.variants[k],
                                    reports[k], arrays, verbose))
+    _drop_coincidences(verdicts, part_data.variants, reports)
     passed = sum(v.passed for v in verdicts)
     score = round(part.points * passed / cases, 2)
     status = "passed" if passed == cases else "failed"

@@ -342,3 +342,28 @@ def test_a_layer_part_stopped_at_its_cells_todo_names_the_cells_part_and_is_show
     assert layer.output == "not implemented yet (the first TODO it reached: mytorch/nn/recurrent.py:118 in forward)"
     table = report.table([cell, layer])
     assert "finish part 3.1 first" in table and "recurrent.py:118" not in table
+
+
+def test_a_known_mistakes_hint_matched_by_one_case_alone_is_a_coincidence_and_dropped():
+    """A failing case that stores a mistake's values and does not match them shows the code is not that mistake:
+    the hint another case matched (a one-step case where two mistakes agree) is dropped; matched by every
+    such case, or missed only by a case that raised, it stays."""
+    def verdicts(*hints):
+        return [feedback.CaseVerdict(False, f"case {k}", hints=h) for k, h in enumerate(hints)]
+    stored = [{"dY": [("T", np.zeros(2))]}, {"dY": [("T", np.zeros(2))]}]
+    ok = [{"status": "ok"}, {"status": "ok"}]
+    once = verdicts(["T", "other"], ["other"])
+    feedback._drop_coincidences(once, stored, ok)
+    assert [v.hints for v in once] == [["other"], ["other"]]
+    both = verdicts(["T"], ["T"])
+    feedback._drop_coincidences(both, stored, ok)
+    assert [v.hints for v in both] == [["T"], ["T"]]
+    raised = verdicts(["T"], [])
+    feedback._drop_coincidences(raised, stored, [{"status": "ok"}, {"status": "error"}])
+    assert raised[0].hints == ["T"]
+
+
+def test_an_opposite_sign_is_explained_for_the_ctc_gradient_in_its_own_terms():
+    dy = np.random.default_rng(5).standard_normal((3, 2, 4))
+    assert "dY = −Σ γ / y" in compare.compare("dY", -dy, dy, "x").hints[0][1]
+    assert "1 − z versus z − 1" in compare.compare("dh", -dy[0], dy[0], "x").hints[0][1]
