@@ -141,6 +141,8 @@ class _CheckedImports:
             places.append(spec.cached)
         entries = {os.path.abspath(p or os.curdir) for p in sys.path if isinstance(p, str)}
         for place in {p for place in places for p in (os.path.abspath(place), os.path.realpath(place))}:
+            while not os.path.exists(place):              # inside a zip archive: the archive
+                place = os.path.dirname(place)
             if place in self.seen:                        # (a link's target and its folders too)
                 continue
             self.seen.add(place)

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+import zipfile
 import time
 
 import pytest
@@ -685,6 +686,15 @@ def test_each_module_imported_as_root_is_looked_at_before_it_runs(tmp_path, monk
     with pytest.raises(SystemExit):
         entry._CheckedImports(who).find_spec("linked")
     assert f"user mallory could change {tmp_path / 'theirs'}," in capsys.readouterr().err
+    archive = tmp_path / "lib.zip"                                           # found by zipimport: the archive
+    with zipfile.ZipFile(archive, "w") as f:
+        f.writestr("zipped.py", "X = 1\n")
+    monkeypatch.syspath_prepend(str(archive))
+    assert entry._CheckedImports(who).find_spec("zipped") is not None
+    os.chown(archive, 64001, 64001)
+    with pytest.raises(SystemExit):
+        entry._CheckedImports(who).find_spec("zipped")
+    assert f"user mallory could change {archive}," in capsys.readouterr().err
 
 
 def test_a_library_the_python_loads_from_outside_its_tree_that_the_sandbox_user_could_change_is_refused(
