@@ -98,6 +98,18 @@ def _folders_up(first, stop):
         folder = os.path.dirname(folder)
 
 
+def _made_in(path):
+    """``path``, or for a link to nothing, the nearest folder that holds what it would lead to: whoever may write
+    there could make it."""
+    import os
+    if os.path.exists(path):
+        return path
+    target = os.path.realpath(path)
+    while not os.path.exists(target):
+        target = os.path.dirname(target)
+    return target
+
+
 def _refuse_a_writer(named, places, who, fix):
     """Exit 2 (before anything else runs) if one of ``who`` could change one of ``places`` (``(path, stat,
     lasting)``): as its owner, or, where lasting, through its mode or its group. The message names ``named``,
@@ -141,16 +153,21 @@ class _CheckedImports:
             places.append(spec.cached)
         entries = {os.path.abspath(p or os.curdir) for p in sys.path if isinstance(p, str)}
         for place in {p for place in places for p in (os.path.abspath(place), os.path.realpath(place))}:
-            while not os.path.exists(place):              # inside a zip archive: the archive
-                place = os.path.dirname(place)
+            place = _made_in(place)                        # inside a zip archive: the archive
             if place in self.seen:                        # (a link's target and its folders too)
                 continue
             self.seen.add(place)
-            inside = [os.path.join(place, n) for n in os.listdir(place)] if place.endswith(".libs") else []
             stop = next((e for e in sorted(entries, key=len, reverse=True)
                          if place.startswith(e.rstrip(os.sep) + os.sep)), None)
-            checked = [(p, os.stat(p), True) for p in [place] + inside]
-            _refuse_a_writer(None, checked + list(_folders_up(os.path.dirname(place), stop)), self.who,
+            try:
+                inside = [os.path.join(place, n) for n in os.listdir(place)] if place.endswith(".libs") else []
+                checked = [(p, os.stat(p), True) for p in map(_made_in, [place] + inside)]
+                checked += list(_folders_up(os.path.dirname(place), stop))
+            except OSError as error:                      # not known safe: not run
+                sys.stderr.write(f"python -m autograder: error: {place} could not be checked before the grader "
+                                 f"imports it as root ({error.strerror or error})\n")
+                sys.exit(2)
+            _refuse_a_writer(None, checked, self.who,
                              "make the grader's Python and its own files writable by root alone")
 
 

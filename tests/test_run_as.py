@@ -679,6 +679,7 @@ def test_each_module_imported_as_root_is_looked_at_before_it_runs(tmp_path, monk
     with pytest.raises(SystemExit):
         entry._CheckedImports(who).find_spec("wheel")
     assert not hasattr(sys, "ran")
+    os.chmod(site / "wheel" / "__init__.py", 0o644)
     (tmp_path / "theirs").mkdir()                                            # a link to a file in their folder
     (tmp_path / "theirs" / "real.py").write_text("")
     os.chown(tmp_path / "theirs", 64001, 64001)
@@ -695,6 +696,16 @@ def test_each_module_imported_as_root_is_looked_at_before_it_runs(tmp_path, monk
     with pytest.raises(SystemExit):
         entry._CheckedImports(who).find_spec("zipped")
     assert f"user mallory could change {archive}," in capsys.readouterr().err
+    (site / "wheel.libs" / "gone.so").symlink_to(tmp_path / "nowhere")       # a dangling link: its own owner
+    assert entry._CheckedImports(who).find_spec("wheel") is not None
+
+    def unreadable(path):
+        raise PermissionError(13, "Permission denied")
+    monkeypatch.setattr(os, "listdir", unreadable)                           # what cannot be checked is not run
+    with pytest.raises(SystemExit) as stop:
+        entry._CheckedImports(who).find_spec("wheel")
+    assert stop.value.code == 2 and "could not be checked before the grader imports it as root" in \
+        capsys.readouterr().err
 
 
 def test_a_library_the_python_loads_from_outside_its_tree_that_the_sandbox_user_could_change_is_refused(
