@@ -85,9 +85,9 @@ def _refuse_a_path_the_users_may_write(argv):
 
 
 def _folders_up(first, stop):
-    """``(folder, lasting)`` from ``first`` up to ``stop`` (excluded) or ``/``: ``lasting``, whether a writer
-    of it could change what lies in it for good (``first`` itself, or a folder that is not sticky: in a sticky
-    one no one renames another's entry)."""
+    """``(folder, its stat, lasting)`` from ``first`` up to ``stop`` (excluded) or ``/``: ``lasting``, whether a
+    writer of it could change what lies in it for good (``first`` itself, or a folder that is not sticky: in a
+    sticky one no one renames another's entry)."""
     import os
     folder = first
     while folder != stop:
@@ -153,7 +153,7 @@ class _CheckedImports:
             places.append(spec.cached)
         entries = {os.path.abspath(p or os.curdir) for p in sys.path if isinstance(p, str)}
         for place in {p for place in places for p in (os.path.abspath(place), os.path.realpath(place))}:
-            place = _made_in(place)                        # inside a zip archive: the archive
+            place = _made_in(place)                       # inside a zip archive: the archive
             if place in self.seen:                        # (a link's target and its folders too)
                 continue
             self.seen.add(place)
