@@ -370,9 +370,9 @@ def kind_of_difference(got, expected, previous=(), gates=(), backward=False):
         return "the opposite sign"
     for earlier in previous:
         if earlier.shape == got.shape and _close(got, earlier):
-            return "the value it had one step before" + (" (in a backward after several forwards: the last "
-                                                          "forward's, read from the cell, not from the cache)"
-                                                          if backward else " (a state: each step starts from the one the step before returned)")
+            why = (" (in a backward after several forwards: the last forward's, read from the cell, not from "
+                   "the cache)" if backward else " (a state: each step starts from the one the step before returned)")
+            return "the value it had one step before" + why
     nonzero = finite & (np.abs(expected) > 1e-12)
     if nonzero.any() and finite.all():
         ratios = np.sort(got[nonzero] / expected[nonzero])
@@ -436,11 +436,18 @@ def _names(items):
         (" and " if len(items) > 1 else "") + (f"`{items[-1]}`" if not items[-1][0].isdigit() else items[-1])
 
 
-def _what_is_right(finding, reference, student):
+def _what_is_right(finding, reference, student, callers=None):
     """'your RNNCell.forward; in RNNCell.backward, `dh_t` and `da` match the reference': the functions before the
-    wrong quantity's, and the student's own values found right in its call, by the student's names."""
+    wrong quantity's (but those its call was made from, still under way: ``callers``, a trace's), and the
+    student's own values found right in its call, by the student's names."""
     q = reference[finding.wrong]
-    earlier = [f for f in dict.fromkeys(r.function for r in reference[:finding.wrong]) if f != q.function][-3:]
+    calling, frame = set(), q.frame
+    while callers and frame in callers and frame not in calling:
+        calling.add(frame)
+        frame = callers[frame][0]
+    calling = {r.function for r in reference if r.frame in calling - {q.frame} | {frame}}
+    earlier = [f for f in dict.fromkeys(r.function for r in reference[:finding.wrong])
+               if f != q.function and f not in calling][-3:]
     same = [student[min(j for j, _ in finding.found[k])].name for k in finding.right
             if reference[k].frame == q.frame and finding.found.get(k)]
     same = [name for name in same if not name.startswith("return of")]
@@ -484,7 +491,7 @@ def explain(reference, student, config=None, wrong_outputs=()):
     reads = [ref[p].name for p in q.reads]
     lines = [f"Where your values first go wrong: `{q.name}`" +
              (f" (computed from {_names(reads)})" if reads else "") + (f": {_equation(q.text)}" if q.text else "")]
-    right = _what_is_right(finding, ref, mine)
+    right = _what_is_right(finding, ref, mine, reference.callers)
     if right:
         lines.append(f"  Right so far: {right}.")
     j = candidate(finding, ref, mine)

@@ -286,6 +286,18 @@ def test_a_sums_start_or_a_value_the_student_never_names_is_judged_by_what_reads
     assert "expected" in lines[3] and "shape" not in lines[3]              # the sum, not its start 0.0: shape ()
 
 
+def test_right_so_far_never_names_the_call_the_wrong_quantity_is_computed_in():
+    """A helper called from backward goes wrong: backward, still under way, is not among what is right so far."""
+    a, b = np.arange(1.0, 7.0).reshape(2, 3), np.arange(2.0, 8.0).reshape(2, 3)
+    records = [_record("h", a, frame=1, function="Cell.forward"), _record("dh", b, frame=2, function="Cell.backward"),
+               _record("da", a * b, [], line=5, frame=3, function="grad"),
+               _record("dx", a + b, [2], line=6, frame=3, function="grad")]
+    reference = diagnosis.Trace(records, callers={3: (2, "mytorch/nn/x.py", 9, "")})
+    student = diagnosis.Trace(records[:3] + [_record("dx", a - b, [2], line=6, frame=3, function="grad")])
+    lines = diagnosis.explain(reference, student)
+    assert lines[1] == "  Right so far: your Cell.forward; in grad, `da` matches the reference."
+
+
 def test_one_element_of_a_returned_tuple_vouches_for_no_other():
     """``return dx, dh, dc`` is recorded element by element, each reading all three names: a right dx returned
     must not vouch for a wrong dc (the last statement of a backward went undiagnosed)."""
