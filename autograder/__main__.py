@@ -74,13 +74,17 @@ def _refuse_a_path_the_users_may_write(argv):
             pass                                      # PREFIX*, or no such user (refused later): anyone counts
     who = [(f"user {u.pw_name}", u.pw_uid, set(os.getgrouplist(u.pw_name, u.pw_gid))) for u in users] \
         or [("a sandbox user", -1, set())]
-    for entry in [p for p in sys.path if isinstance(p, str)]:
+    # … and the folders the dynamic loader searches first for every library an import loads later, and where
+    # Python reads bytecode from when PYTHONPYCACHEPREFIX or -X pycache_prefix names one
+    loaded_from = [p for p in os.environ.get("LD_LIBRARY_PATH", "").split(":") if p]
+    loaded_from += [sys.pycache_prefix] if sys.pycache_prefix else []
+    for entry in [p for p in sys.path if isinstance(p, str)] + loaded_from:
         folder = above = os.path.abspath(entry or os.curdir)
         while not os.path.exists(above):
             above = os.path.dirname(above)
         _refuse_a_writer(folder, _folders_up(above, None), who,
-                         "start it from a folder only root may write, with no such folder on PYTHONPATH (or run "
-                         "python -P -m autograder)")
+                         "start it from a folder only root may write, with no such folder on PYTHONPATH, "
+                         "LD_LIBRARY_PATH or PYTHONPYCACHEPREFIX (or run python -P -m autograder)")
     sys.meta_path.insert(0, _CheckedImports(who))
 
 
@@ -156,7 +160,6 @@ class _CheckedImports:
             place = _made_in(place)                       # inside a zip archive: the archive
             if place in self.seen:                        # (a link's target and its folders too)
                 continue
-            self.seen.add(place)
             stop = next((e for e in sorted(entries, key=len, reverse=True)
                          if place.startswith(e.rstrip(os.sep) + os.sep)), None)
             try:
@@ -169,6 +172,7 @@ class _CheckedImports:
                 sys.exit(2)
             _refuse_a_writer(None, checked, self.who,
                              "make the grader's Python and its own files writable by root alone")
+            self.seen.add(place)                          # once it has passed
 
 
 def _check_early(argv):

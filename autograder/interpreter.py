@@ -137,13 +137,39 @@ def exposed(pythons, users):
     beyond them, each place checked for every user."""
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(pythons) * len(users))) as pool:
         probes = [pool.submit(reported_paths, python, user) for python in pythons for user in users]
-        on_disk = _tops(set().union(*(disk_paths(python) for python in pythons)))
+        named = set().union(*(disk_paths(python) for python in pythons))
+        on_disk = _tops(named)
         found = _writable(on_disk, users)
-        reported = _tops(set().union(*(probe.result() for probe in probes)))
+        reported = set().union(*(probe.result() for probe in probes))
+    # the .pth files root reads at start-up, read here as root: one a user cannot read is skipped by its probe
+    # silently, and the folders it names would reach the zygote's sys.path unchecked
+    sites = reported | {os.path.join(lib, site) for lib in named for site in ("site-packages", "dist-packages")}
+    reported = _tops(reported | set(pth_paths(sites)))
     beyond = [p for p in reported if not any(within(p, q) for q in on_disk)]
     if beyond:
         found = [a + b for a, b in zip(found, _writable(beyond, users))]
     return [(user, each[0]) for user, each in zip(users, found) if each]
+
+
+def pth_paths(folders):
+    """The folders the ``.pth`` files directly in ``folders`` (site folders) add to ``sys.path``, as ``site``
+    reads them (a line that is not blank, a comment or an ``import``, relative to the file's folder). Their
+    ``import`` lines run code of the file's own folder, which is walked with it."""
+    found = []
+    for folder in folders:
+        try:
+            names = sorted(n for n in os.listdir(folder) if n.endswith(".pth"))
+        except OSError:
+            continue
+        for name in names[:200]:
+            try:
+                with open(os.path.join(folder, name), encoding="utf-8", errors="replace") as f:
+                    lines = f.read(1 << 16).splitlines()
+            except OSError:
+                continue
+            found += [os.path.normpath(os.path.join(folder, line.rstrip())) for line in lines
+                      if line.strip() and not line.startswith(("#", "import ", "import\t"))]
+    return found
 
 
 def within(path, folder):

@@ -22,7 +22,7 @@ import time
 import pytest
 
 import autograder
-from autograder import ipc, mistakes, reaper, spec, tree
+from autograder import interpreter, ipc, mistakes, reaper, spec, tree
 from tests import securitykit as kit
 from tests.graderkit import (REPO, TWO_SECTIONS, at_top_of_forward, check_gradescope, make_grader_copy,
                              make_submission)
@@ -789,6 +789,45 @@ def test_a_grader_started_in_a_folder_the_sandbox_user_may_write_is_refused(sand
     proc = subprocess.run(command, cwd=folder, env=dict(os.environ, PYTHONPATH=REPO), capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 0 and "1.1" in proc.stdout, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("variable", ["LD_LIBRARY_PATH", "PYTHONPYCACHEPREFIX"])
+def test_a_library_or_bytecode_folder_the_sandbox_user_owns_is_refused_before_anything_is_imported(sandbox_user,
+                                                                                                 variable):
+    """The dynamic loader looks in LD_LIBRARY_PATH's folders first for every library an import loads (a planted
+    libbz2 ran as root when tempfile imported bz2), and Python reads bytecode from PYTHONPYCACHEPREFIX: a folder
+    of the user's named there is refused before the grader imports anything more."""
+    make_user, python, home = sandbox_user
+    user = make_user()
+    folder = _world_readable_dir(os.path.join(home, "loaded-"))
+    os.chown(folder, user.pw_uid, user.pw_gid)
+    proc = subprocess.run([sys.executable, "-m", "autograder", "1.1", "--run-as", user.pw_name, "--python", python,
+                           "--submission", REPO], cwd=REPO, capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, PYTHONPATH="", **{variable: folder}))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"user {user.pw_name} could change {folder}, which the grader runs or may import as root" in proc.stderr
+    assert "LD_LIBRARY_PATH or PYTHONPYCACHEPREFIX" in proc.stderr
+
+
+def test_a_folder_an_unreadable_pth_file_names_is_checked_as_root_reads_it(tmp_path, monkeypatch):
+    """``site`` skips a .pth file it cannot read: the user's probe of a --python never sees the folder a
+    root-only .pth names, while the zygote, as root, adds it. The .pth files are read as root too."""
+    import pwd
+    user = pwd.struct_passwd(("mytorch-nobody-a", "x", 64001, 64001, "", "/", "/bin/false"))
+    venv = tmp_path / "venv"
+    site = venv / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("include-system-site-packages = false\n")
+    (venv / "bin").mkdir()
+    (venv / "bin" / "python").write_text("")
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    os.chown(theirs, user.pw_uid, user.pw_gid)
+    (site / "extra.pth").write_text(f"# a comment\nimport os\n{theirs}\nrelative\n")
+    os.chmod(site / "extra.pth", 0o600)
+    assert interpreter.pth_paths([str(site)]) == [str(theirs), str(site / "relative")]
+    monkeypatch.setattr(interpreter, "reported_paths", lambda python, user: [str(site)])   # what the user sees
+    assert interpreter.exposed([str(venv / "bin" / "python")], [user]) == [(user, str(theirs))]
 
 
 @pytest.mark.parametrize("mode", ["grade", "batch", "PYTHONPATH"])
