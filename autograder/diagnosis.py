@@ -251,9 +251,9 @@ class Finding:
     after: int = -1              # the student's values of what it reads end here
 
 
-def first_wrong(reference, student, reference_complete=True, student_complete=True):
+def first_wrong(reference, student, reference_complete=True, student_complete=True, settled=frozenset()):
     """A ``Finding`` for the first wrong quantity, or None if every reference quantity is right (or none can be
-    named). A trace cut short (``tracing``'s limits) hides things: with the reference's cut, a quantity no
+    named). ``settled``: indices of reference quantities known right (a forward whose graded outputs matched). A trace cut short (``tracing``'s limits) hides things: with the reference's cut, a quantity no
     record in it reads may be read, and so vouched for, past the cut; with the student's, a quantity not found
     may come past the cut. Neither is named then: only what the traces show is."""
     index = _Index(student)
@@ -296,7 +296,7 @@ def first_wrong(reference, student, reference_complete=True, student_complete=Tr
     right = [False] * len(reference)
     for i in reversed(range(len(reference))):          # found, or read by something right (inline)
         right[i] = bool(found[i]) or any(all(right[m] for m in members[statement[c]]) for c in children[i]) \
-            or _given(reference[i], names)
+            or _given(reference[i], names) or i in settled
     found_after = [False] * len(reference)            # some later quantity was found: the student got past it
     for i in reversed(range(len(reference) - 1)):
         found_after[i] = found_after[i + 1] or bool(found[i + 1])
@@ -480,9 +480,35 @@ def _called_from(trace, record, levels=2):
     return lines
 
 
-def explain(reference, student, config=None, wrong_outputs=()):
-    """The diagnosis as a few lines of text, from two ``Trace``s, or [] when there is nothing to say."""
-    finding = first_wrong(reference.records, student.records, not reference.lost, not student.lost)
+def forward_records(trace):
+    """Indices of ``trace``'s records computed in a forward call or in what one called."""
+    function = {r.frame: r.function for r in trace.records}
+    memo = {}
+
+    def in_forward(frame):
+        seen = []
+        while frame not in memo:
+            seen.append(frame)
+            if function.get(frame, "").rpartition(".")[2] == "forward":
+                answer = True
+                break
+            if frame not in trace.callers or len(seen) > 64:
+                answer = False
+                break
+            frame = trace.callers[frame][0]
+        else:
+            answer = memo[frame]
+        memo.update(dict.fromkeys(seen, answer))
+        return answer
+    return frozenset(i for i, r in enumerate(trace.records) if in_forward(r.frame))
+
+
+def explain(reference, student, config=None, wrong_outputs=(), forward_right=False):
+    """The diagnosis as a few lines of text, from two ``Trace``s, or [] when there is nothing to say;
+    ``forward_right``: the forward's own graded outputs matched (a layer whose backward alone differs), so no
+    value of a forward call is the first wrong one."""
+    settled = forward_records(reference) if forward_right else frozenset()
+    finding = first_wrong(reference.records, student.records, not reference.lost, not student.lost, settled)
     if finding is None:
         return []
     ref, mine = reference.records, student.records
@@ -566,6 +592,10 @@ def diagnose_case(part_data, k, root, wrong=(), timeout=20.0, memory_mb=1024, us
                             **child)
         if traced is None:
             return []
-        return explain(reference, traced[0], part_data.configs[k], gate_blocks(wrong, part_data.configs[k]))
+        # a layer's forward outputs graded right in this case: what differs comes from its backward
+        forward_right = "Y" in part_data.expected[k] and not any(
+            label.startswith(("Y", "state_T")) for label, _, _ in wrong)
+        return explain(reference, traced[0], part_data.configs[k], gate_blocks(wrong, part_data.configs[k]),
+                       forward_right)
     except Exception:                   # the diagnosis is a courtesy: it never costs the grade or the run
         return []

@@ -298,6 +298,22 @@ def test_right_so_far_never_names_the_call_the_wrong_quantity_is_computed_in():
     assert lines[1] == "  Right so far: your Cell.forward; in grad, `da` matches the reference."
 
 
+def test_a_layer_whose_forward_outputs_matched_is_diagnosed_in_its_backward():
+    """Where the graded forward outputs matched, a forward value the matching could not pair (a direction's
+    final state, say) is not named: the first wrong value is the backward's."""
+    a, b = np.arange(1.0, 7.0).reshape(2, 3), np.arange(2.0, 8.0).reshape(2, 3)
+    reference = diagnosis.Trace([_record("final", a, frame=1, function="Layer.forward"),
+                                 _record("step", b, frame=2, function="Layer._run"),
+                                 _record("d", a * b, frame=3, function="Layer.backward")],
+                                callers={2: (1, "mytorch/nn/x.py", 3, "")})
+    student = diagnosis.Trace([_record("final", -a, frame=1, function="Layer.forward"),
+                               _record("step", -b, frame=2, function="Layer._run"),
+                               _record("d", a * b + 1, line=7, frame=3, function="Layer.backward")])
+    assert diagnosis.forward_records(reference) == {0, 1}
+    assert "`final`" in diagnosis.explain(reference, student)[0]
+    assert diagnosis.explain(reference, student, forward_right=True)[0] == "Where your values first go wrong: `d`"
+
+
 def test_one_element_of_a_returned_tuple_vouches_for_no_other():
     """``return dx, dh, dc`` is recorded element by element, each reading all three names: a right dx returned
     must not vouch for a wrong dc (the last statement of a backward went undiagnosed)."""
