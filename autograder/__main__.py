@@ -114,14 +114,31 @@ def _made_in(path):
     return target
 
 
+def _acl_lets_write(path, uid, groups):
+    """Whether a POSIX ACL entry of ``path`` lets the user ``uid`` (or one of ``groups``) write it (asked only
+    where the mode's group bits, the ACL's mask, allow writing). Its value: a version (u32), then entries of
+    tag u16 (2 a user, 8 a group), permissions u16 (2: write), id u32, little-endian."""
+    import os
+    try:
+        acl = os.getxattr(path, "system.posix_acl_access")
+    except OSError:                                    # none, or a file system without ACLs
+        return False
+    for at in range(4, len(acl) - 7, 8):
+        tag, permissions = int.from_bytes(acl[at:at + 2], "little"), int.from_bytes(acl[at + 2:at + 4], "little")
+        who = int.from_bytes(acl[at + 4:at + 8], "little")
+        if permissions & 2 and ((tag == 2 and who == uid) or (tag == 8 and who in groups)):
+            return True
+    return False
+
+
 def _refuse_a_writer(named, places, who, fix):
     """Exit 2 (before anything else runs) if one of ``who`` could change one of ``places`` (``(path, stat,
     lasting)``): as its owner, or, where lasting, through its mode or its group. The message names ``named``,
     or (None) the place found."""
     for path, info, lasting in places:
         for name, uid, groups in who:
-            if info.st_uid == uid or (lasting and (info.st_mode & 0o002 or (
-                    info.st_mode & 0o020 and info.st_gid in groups))):
+            if info.st_uid == uid or (lasting and (info.st_mode & 0o002 or (info.st_mode & 0o020 and (
+                    info.st_gid in groups or _acl_lets_write(path, uid, groups))))):
                 sys.stderr.write(f"python -m autograder: error: {name} could change {named or path}, which the "
                                  f"grader runs or may import as root: student code could plant code there; {fix}\n")
                 sys.exit(2)

@@ -680,6 +680,19 @@ def test_each_module_imported_as_root_is_looked_at_before_it_runs(tmp_path, monk
         entry._CheckedImports(who).find_spec("wheel")
     assert not hasattr(sys, "ran")
     os.chmod(site / "wheel" / "__init__.py", 0o644)
+    import struct                                      # an ACL entry for the user: user:64001:rw-, mask::rw-
+    acl = struct.pack("<I", 2) + b"".join(struct.pack("<HHI", *entry) for entry in
+                                          [(1, 6, 0), (2, 6, 64001), (4, 4, 0), (0x10, 6, 0), (0x20, 4, 0)])
+    try:
+        os.setxattr(site / "plain.py", "system.posix_acl_access", acl)
+    except OSError:
+        pass                                           # no POSIX ACLs on this file system
+    else:
+        with pytest.raises(SystemExit):
+            entry._CheckedImports(who).find_spec("plain")
+        assert f"user mallory could change {site / 'plain.py'}," in capsys.readouterr().err
+        os.removexattr(site / "plain.py", "system.posix_acl_access")
+        os.chmod(site / "plain.py", 0o644)
     (tmp_path / "theirs").mkdir()                                            # a link to a file in their folder
     (tmp_path / "theirs" / "real.py").write_text("")
     os.chown(tmp_path / "theirs", 64001, 64001)
