@@ -294,10 +294,10 @@ def main(argv):
                                   [(folder, "the submissions"), (report_dir, "the feedback and the class report")])
     if users is None:
         print(no_isolation_warning(), file=sys.stderr)
-    if fresh_seed is None:
-        print(stored_cases_note(), file=sys.stderr)
     else:
         cli.refuse_writable(parser, users.users, [report_dir], "the report (give --out a folder only root may write)")
+    if fresh_seed is None:
+        print(stored_cases_note(), file=sys.stderr)
     at_once = jobs if users is None else min(jobs, len(users.users))    # never two submissions per user
     key = class_report.grader_key(the_course, fresh_seed)
     kept = {"fresh_seed": fresh_seed, "check": seed_check(the_course, fresh_seed)}

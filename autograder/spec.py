@@ -139,6 +139,8 @@ def cell_part_of_todo(part, where):
         return None
     kind = "backward" if where.endswith(" in backward") else "forward"
     return next((p for p in PARTS if p.cell == part.cell and p.kind == kind), None)
+
+
 SECTIONS = {"1": "RNN cell", "2": "GRU cell", "3": "GRU block cell", "4": "GMU cell", "5": "TGRU cell",
             "6": "BPTT through the sequence layer", "7": "LSTM cell, bidirectional and variable-length layers",
             "8": "CTC: loss and decoding"}

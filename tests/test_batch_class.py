@@ -352,3 +352,15 @@ def test_a_batch_grades_two_parts_of_a_submission_at_once(tmp_path):
     assert len(spans) == 2, spans                                  # one child a part (pids: 1 in each)
     (a_start, a_end), (b_start, b_end) = spans.values()
     assert a_start < b_end and b_start < a_end, spans             # at the same time
+
+
+def test_a_fresh_seed_batch_without_run_as_grades_and_says_nothing_of_stored_cases(tmp_path):
+    """The stored-cases note is batch's only word on the seed: with --fresh-seed, none, and the class is graded
+    (the note's branch once swallowed the --run-as check of the report folder, which failed without users)."""
+    grader = make_grader_copy(tmp_path / "grader", '[assignment]\ntitle = "RNN"\nsections = ["1"]\n')
+    subs = tmp_path / "subs"
+    make_submission(subs / "alice")
+    proc = run_cli(["batch", str(subs), "--fresh-seed", "7", "--solution", REPO], cwd=grader, timeout=600)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert "warning: no isolation" in proc.stderr and "stored cases" not in proc.stderr
+    assert [r[0] for r in _rows(subs / "grading" / "scores.csv")[1:]] == ["alice"]

@@ -497,6 +497,22 @@ def _batch(subs, run_as, python, temp, jobs=2, extra_env=None, extra=()):
                           text=True, timeout=900)
 
 
+def test_a_report_folder_the_sandbox_user_could_change_is_refused_on_stored_cases_too(sandbox_user):
+    """The report is written as root: a folder of the user's is refused whatever the seed (once, the check ran
+    only with --fresh-seed)."""
+    make_user, python, home = sandbox_user
+    user = make_user()
+    root = _world_readable_dir(os.path.join(home, "report-"))
+    subs = os.path.join(root, "subs")
+    make_submission(os.path.join(subs, "alice"))
+    out = os.path.join(root, "theirs")
+    os.mkdir(out)
+    os.chown(out, user.pw_uid, user.pw_gid)
+    proc = _batch(subs, user.pw_name, python, _world_readable_dir(os.path.join(root, "tmp-")), extra=["--out", out])
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"user {user.pw_name} could change the report (give --out a folder only root may write)" in proc.stderr
+
+
 def _scores(subs):
     """{submission: total} from the batch's scores table."""
     with open(os.path.join(subs, "grading", "scores.csv"), newline="") as f:
