@@ -7,10 +7,12 @@
                                [--timeout S] [--fresh-seed [SEED]]
     python -m autograder handin [--submission DIR] [--out handin.tar]
     python -m autograder gradescope [--root /autograder]      (Gradescope's run_autograder calls this)
+    python -m autograder generate [--check]                   (instructors: the reference data)
 
 PART is a part number (2.1) or a section (2). The exit status is 0 whenever grading ran, whatever the score;
 2 for a usage error.
 """
+import os
 import sys
 
 
@@ -20,16 +22,23 @@ def main(argv=None):
         sys.stdout.reconfigure(errors="replace")
     _refuse_a_path_the_users_may_write(argv)
     if argv and argv[0] == "batch":
-        from autograder import batch
+        from autograder.instructor import batch
         return batch.main(argv[1:])
     if argv and argv[0] == "handin":
-        from autograder import handin
+        from autograder.instructor import handin
         return handin.main(argv[1:])
     if argv and argv[0] == "gradescope":
-        from autograder import gradescope
+        from autograder.instructor import gradescope
         return gradescope.main(argv[1:])
+    if argv and argv[0] == "generate":
+        if not os.path.isfile(os.path.join(os.path.dirname(os.path.abspath(__file__)), "instructor", "generate.py")):
+            print("python -m autograder generate: the reference-data generator ships with the instructor's "
+                  "checkout only, not with the student handout", file=sys.stderr)
+            return 2
+        from autograder.instructor import generate
+        return generate.main(argv[1:])
     _check_early(argv)
-    from autograder import zygote
+    from autograder.sandbox import zygote
     worker = zygote.early(argv)                       # starts importing NumPy while the grader does
     try:
         from autograder import cli
@@ -208,7 +217,7 @@ def _check_early(argv):
         return
     python = os.path.abspath(options["--python"])
     if user.pw_uid != 0 and os.path.isfile(python) and os.access(python, os.X_OK):
-        from autograder import interpreter
+        from autograder.sandbox import interpreter
         interpreter.check_early(python, user)
 
 

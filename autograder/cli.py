@@ -19,7 +19,10 @@ import textwrap
 import time
 
 import autograder
-from autograder import course, grade, interpreter, ipc, isolation, reaper, report, sandbox, tree, untrusted, zygote
+from autograder import grade
+from autograder.diagnosis import report
+from autograder.parts import course
+from autograder.sandbox import interpreter, isolation, reaper, runner, tree, untrusted, zygote
 
 GRADESCOPE_RESULTS = "/autograder/results/results.json"
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -279,11 +282,13 @@ def instructor_places(solution, graded, python):
                     places.append((place, f"a folder of the instructor's checkout {top}"))
     # of the grader's own package: its instructor-only modules, and the bytecode of every module (theirs
     # included, whenever it is written: a child loads the grader's modules from their sources then) with the
-    # solution's pycs the grade keeps there (sandbox.KNOWN_CACHE): the folder is made now if missing, so
+    # solution's pycs the grade keeps there (runner.KNOWN_CACHE): the folder is made now if missing, so
     # that it is hidden and checked even if only this run writes it
-    with contextlib.suppress(OSError):
-        sandbox.make_bytecode_folder(os.path.join(HERE, "__pycache__"))
-    for name in (*autograder.INSTRUCTOR_ONLY, "__pycache__"):
+    bytecode = [os.path.join(folder, "__pycache__") for folder in ("", *autograder.PACKAGES)]
+    for folder in bytecode:
+        with contextlib.suppress(OSError):
+            runner.make_bytecode_folder(os.path.join(HERE, folder))
+    for name in (*autograder.INSTRUCTOR_ONLY, *bytecode):
         place = os.path.realpath(os.path.join(HERE, name))
         if os.path.exists(place):
             places.append((place, "the grader's instructor-only modules and bytecode"))
@@ -303,11 +308,11 @@ def hide_from_users(parser, users, places):
     except OSError as error:
         parser.error(f"could not check what the sandbox users may read: {error}")
     for user, found in zip(users, readable):
-        if found and not ipc.can_hide():
+        if found and not runner.can_hide():
             parser.error(f"user {user.pw_name} can read {found[0]} ({what[found[0]]}), and student code cannot be "
                          f"kept from it here (no mount namespace can be made): make it readable by root alone "
                          f"first (chmod -R go-rwx {found[0]})")
-    sandbox.hide(sorted({path for found in readable for path in found}))
+    runner.hide(sorted({path for found in readable for path in found}))
 
 
 class ResultsNotWritten(str):
@@ -334,7 +339,7 @@ def write_results(path, payload, user=None):
 
 
 def _free_space(user):
-    sandbox.free_space(user)
+    runner.free_space(user)
     return True
 
 
@@ -355,7 +360,7 @@ def ready_for(user, checked):
     of what an earlier run may have left (IPC objects, temporary files; its processes the checks killed): run
     before anything of the submission runs as ``user``."""
     checked()
-    sandbox.clear_user(user)
+    runner.clear_user(user)
 
 
 def _no_package(root):
@@ -454,7 +459,7 @@ def _grade_checked(parser, args, the_course, parts, root, user, python, python_c
     finally:
         reaper.end_orphans()                              # every child is dead before the results are written
         if user is not None:
-            sandbox.clear_user(user)
+            runner.clear_user(user)
         if results_path:                                  # written always, even if grading itself broke
             if len(results) != len(parts):
                 results = _placeholder(parts, "the grader stopped before grading this part")

@@ -9,7 +9,9 @@ import dataclasses
 import os
 import time
 
-from autograder import cgroups, course, data, diagnosis, fairness, feedback, sandbox, spec, untrusted, zygote
+from autograder.diagnosis import feedback, matching
+from autograder.parts import course, data, spec
+from autograder.sandbox import cgroups, fairness, runner, untrusted, zygote
 
 PART_OUTPUT_LIMIT = 16000        # characters of one part's message: the results file stays well under 1 MB
 
@@ -43,7 +45,7 @@ def _fresh_part_data(part, seed, solution, timeout, memory_mb, python=None, work
     from ``worker``, the references' own zygote, if there is one)."""
     cases = spec.make_cases(part, seed)
     configs, inputs = [c for c, _ in cases], [i for _, i in cases]
-    outcome = sandbox.run_child(solution, configs, inputs, timeout=timeout, memory_mb=memory_mb, python=python,
+    outcome = runner.run_child(solution, configs, inputs, timeout=timeout, memory_mb=memory_mb, python=python,
                                 zygote=worker)
     if outcome.failure or any(r.get("status") != "ok" for r in outcome.reports):
         problem = outcome.failure or next(r["error"] for r in outcome.reports if r.get("status") != "ok")
@@ -70,11 +72,11 @@ def grade_part(part, part_data, root, timeout, memory_mb, verbose, user, python=
     if isinstance(part_data, data.ReferenceDataError):
         return PartResult(part, 0.0, "error", f"Cannot grade this part: {part_data}")
     try:
-        outcome = sandbox.run_child(root, part_data.configs, part_data.inputs, timeout=timeout, memory_mb=memory_mb,
+        outcome = runner.run_child(root, part_data.configs, part_data.inputs, timeout=timeout, memory_mb=memory_mb,
                                     user=user, python=python, zygote=worker, bytecode=bytecode)
 
         def diagnose(k, wrong):                 # a failing case re-run with tracing: the first wrong quantity
-            return diagnosis.diagnose_case(part_data, k, root, wrong, timeout, memory_mb, user, python,
+            return matching.diagnose_case(part_data, k, root, wrong, timeout, memory_mb, user, python,
                                            zygote=worker, bytecode=bytecode)
         result = judge(part, part_data, outcome, verbose, diagnose)
         result.starved = outcome.starved
@@ -114,7 +116,7 @@ def instructor_checkout():
     """The folder holding the instructor's solution beside this grader (its ``autograder`` ships the generator;
     a student handout's does not, and its ``mytorch`` is the submission itself), else None."""
     here = os.path.dirname(os.path.abspath(__file__))
-    return os.path.dirname(here) if os.path.isfile(os.path.join(here, "generate.py")) else None
+    return os.path.dirname(here) if os.path.isfile(os.path.join(here, "instructor", "generate.py")) else None
 
 
 def grade(root, parts=None, timeout=20.0, memory_mb=1024, verbose=False, fresh_seed=None, solution=None,
@@ -146,10 +148,10 @@ def grade(root, parts=None, timeout=20.0, memory_mb=1024, verbose=False, fresh_s
         with gate.shared():
             def compile_when_ready():
                 checkout = instructor_checkout()                 # the grader's own, compiled while it waits
-                known = sandbox.known_sources(checkout, user) if checkout else None
+                known = runner.known_sources(checkout, user) if checkout else None
                 if ready is not None:
                     ready()
-                return sandbox.compiled(root, timeout, memory_mb, user, worker, known)
+                return runner.compiled(root, timeout, memory_mb, user, worker, known)
             with concurrent.futures.ThreadPoolExecutor(max_workers=1) as aside:    # compiled (never run) meanwhile
                 compiling = aside.submit(compile_when_ready)
                 if loaded is None:

@@ -12,10 +12,10 @@ sequence_backward) grew out of this file; it is timed here beside it. Every samp
 import argparse
 
 import numpy as np
+from timing import median_seconds
 
 from mytorch.functional import sigmoid
 from mytorch.nn import GRU
-from timing import median_seconds
 
 try:
     import torch

@@ -24,11 +24,11 @@ from timing import pin_threads_from_argv
 
 THREADS = pin_threads_from_argv()                                  # before NumPy is imported
 
-import numpy as np                                                 # noqa: E402
+import numpy as np  # noqa: E402
+import peers  # noqa: E402
+from timing import paired_ratio, rounds  # noqa: E402
 
-import peers                                                       # noqa: E402
-from mytorch import nn                                             # noqa: E402
-from timing import paired_ratio, rounds                            # noqa: E402
+from mytorch import nn  # noqa: E402
 
 CONFIGS = {"small": dict(T=50, N=8, I=32, H=64), "large": dict(T=100, N=64, I=128, H=256)}
 CELLS = {"RNN": ("RNNCell", "RNN"), "GRU": ("GRUCell", "GRU"), "GRUBlock": ("GRUBlockCell", "GRUBlock"),

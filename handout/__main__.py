@@ -64,7 +64,7 @@ def main(argv=None):
             kind = "Handout with the notebooks' derivations" if released else "Student handout"
             print(f"{kind} in {out} ({regions} solution regions replaced by TODOs); zip: {archive}")
         elif args.command == "site":
-            from handout.site import build_site            # needs the site extra: pip install -e '.[site]'
+            from handout.site import build_site  # needs the site extra: pip install -e '.[site]'
             started = time.monotonic()
             out, _ = build_site(args.out, config=args.config, solutions=args.solutions, force=args.force)
             print(f"Course site in {out}: open {os.path.join(out, 'index.html')} "

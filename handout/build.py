@@ -4,7 +4,7 @@
                                                                             the student version, OUT.zip
     python -m handout gradescope [--out build/gradescope] [--config FILE] [--fixed-cases] [--force]
 
-Both are made for a course (``autograder.course``: course.toml, or ``--config FILE``): only its sections'
+Both are made for a course (``autograder.parts.course``: course.toml, or ``--config FILE``): only its sections'
 TODOs, pages, notebooks and grader parts, at its points (``handout.sections``); a section left out ships as
 working code. The grader carries the resolved course as ``autograder/course.toml`` and the reference data of
 the chosen parts alone. ``--out`` is replaced only if it is empty or an earlier build of the same kind (a
@@ -37,8 +37,8 @@ import shutil
 import sys
 
 import autograder
-from autograder import course as courses
-from autograder import data, spec
+from autograder.parts import course as courses
+from autograder.parts import data, spec
 from handout import sections
 from handout.equations import backward_equations, find_equation_leaks
 from handout.leaks import find_leaks, solution_lines
@@ -46,7 +46,6 @@ from handout.markers import MarkerError, strip_source
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HERE = os.path.join(REPO, "handout")
-INSTRUCTOR_ONLY = set(autograder.INSTRUCTOR_ONLY)
 STAMP = ".mytorch-build"
 
 
@@ -143,18 +142,22 @@ def copy_grader(dst, course):
     """The grader without the instructor's modules, with the course's resolved copy and its parts' data alone."""
     chosen = {data.file_name(p.number) for p in course.parts()}
 
+    grader = os.path.join(REPO, "autograder")
+    left_out = {os.path.join(grader, path) for path in autograder.INSTRUCTOR_ONLY}
+
     def ignore(folder, names):
-        skipped = _ignore(folder, names) | (INSTRUCTOR_ONLY & set(names)) | {"course.toml"}
+        skipped = _ignore(folder, names) | {n for n in names if os.path.join(folder, n) in left_out}
+        skipped |= {"course.toml"} if os.path.samefile(folder, grader) else set()
         if os.path.abspath(folder) == os.path.abspath(data.DATA_DIR):
             skipped |= {n for n in names if n.endswith(".npz") and n not in chosen}
         return skipped
-    shutil.copytree(os.path.join(REPO, "autograder"), dst, ignore=ignore)
+    shutil.copytree(grader, dst, ignore=ignore)
     manifest_path = os.path.join(dst, "data", data.MANIFEST)
     with open(manifest_path) as f:
         manifest = json.load(f)
     if manifest.get("seed") != course.seed:
         raise BuildError(f"the reference data was drawn from seed {manifest.get('seed')} but the course says seed "
-                         f"{course.seed}: run python -m autograder.generate with that course first")
+                         f"{course.seed}: run python -m autograder generate with that course first")
     manifest["files"] = {n: h for n, h in manifest["files"].items() if n in chosen}
     with open(manifest_path, "w") as f:
         json.dump(manifest, f, indent=1)

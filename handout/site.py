@@ -61,7 +61,7 @@ def _library_hash(root):
 def mathjax_script():
     """The path of MathJax 3's single-file TeX-to-SVG bundle, from the ``django-static-mathjax`` package."""
     try:
-        import mathjax                                  # django-static-mathjax: MathJax's distribution, as is
+        import mathjax  # django-static-mathjax: MathJax's distribution, as is
     except ImportError:
         raise BuildError("MathJax is missing: pip install -e '.[site]'") from None
     path = os.path.join(os.path.dirname(mathjax.__file__), "static", "mathjax", "es5", MATHJAX)
@@ -184,7 +184,7 @@ def grader_examples(build, section):
     section ``section``, and two messages of the grader's own comparison."""
     import numpy as np
 
-    from autograder import compare
+    from autograder.diagnosis import compare
     rng = np.random.default_rng(0)
     weight = rng.standard_normal((4, 3))
     examples = {}

@@ -64,7 +64,7 @@ def gradcheck(module, x, state=None, eps=1e-6, seed=0, lengths=None):
     state = _rebuild(state, (np.array(a, dtype=np.float64) for a in _flatten(state)))
     state_arrays = _flatten(state)
 
-    from mytorch.nn.recurrent import Recurrent          # on use, so importing mytorch imports no cell
+    from mytorch.nn.recurrent import Recurrent  # on use, so importing mytorch imports no cell
     if lengths is not None and not isinstance(module, Recurrent):
         raise ValueError("gradcheck: lengths is for sequence layers; a cell runs one step")
 

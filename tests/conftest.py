@@ -14,9 +14,9 @@ for _threads in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_threads, "1")
 
 import numpy as np  # noqa: E402  (after the threads are set)
-import pytest
+import pytest  # noqa: E402
 
-from mytorch.nn import CELLS
+from mytorch.nn import CELLS  # noqa: E402
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 NO_TORCH = "PyTorch is not installed (pip install torch==2.13.0)"
@@ -131,8 +131,14 @@ def _rewrite_test_modules(config):
     (its source's time and size unchanged) is left alone: rewriting them all took the controller 2 s before
     any worker could start. A pytest without these internals (or run with --assert=plain) is left to do as it does."""
     try:
-        from _pytest.assertion.rewrite import (PYC_TAIL, _read_pyc, _rewrite_test, _write_pyc, assertstate_key,
-                                               get_cache_dir)
+        from _pytest.assertion.rewrite import (
+            PYC_TAIL,
+            _read_pyc,
+            _rewrite_test,
+            _write_pyc,
+            assertstate_key,
+            get_cache_dir,
+        )
         state = config.stash[assertstate_key]
     except (ImportError, KeyError):
         return

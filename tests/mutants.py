@@ -53,7 +53,8 @@ def solution_lines(source):
 def reached_lines():
     """{(file in the repo, line): (first part whose reference trace reaches it, its function, {name: shape} of
     every value that function assigns)}."""
-    from autograder import data, diagnosis, spec
+    from autograder.diagnosis import matching
+    from autograder.parts import data, spec
 
     reached, functions = {}, {}
     manifest = data.read_manifest()
@@ -62,7 +63,7 @@ def reached_lines():
         for k, trace in enumerate(stored.traces or ()):
             if trace is None:
                 continue
-            for record in diagnosis.parse(*trace).records:
+            for record in matching.parse(*trace).records:
                 shapes = functions.setdefault((record.file, record.function), {})
                 shapes.setdefault(record.name, record.value.shape)
                 reached.setdefault((record.file, record.line), (part.number, record.function, shapes))
@@ -179,10 +180,10 @@ def _alarm(signum, frame):
 
 def compiled_solution(root):
     """{path under ``root``: checked pyc} of every file of the solution's mytorch, as if it were copied to
-    ``root`` (the grader's own ``sandbox.known_sources``): a mutant's import (``worker.source_only``) then
+    ``root`` (the grader's own ``runner.known_sources``): a mutant's import (``worker.source_only``) then
     compiles only its mutated file, whose source no longer hashes the same."""
-    from autograder import sandbox
-    return {os.path.join(root, *relative.split("/")): pyc for relative, pyc in sandbox.known_sources(REPO).items()}
+    from autograder.sandbox import runner
+    return {os.path.join(root, *relative.split("/")): pyc for relative, pyc in runner.known_sources(REPO).items()}
 
 
 def solution_copy(root):
@@ -197,7 +198,9 @@ def grade_mutant(mutant, part_data, part, root, pycs=None):
     ``solution_copy``, whose mutated file this writes (``restore`` puts it back). ``pycs``:
     ``compiled_solution(root)``, imported as a part's child imports a submission (``worker.source_only``;
     call in the mutant's forked child only)."""
-    from autograder import diagnosis, driver, feedback, sandbox, tracing, worker
+    from autograder.diagnosis import feedback, matching, tracing
+    from autograder.parts import driver
+    from autograder.sandbox import runner, worker
 
     with open(os.path.join(root, mutant.file), "w") as f:
         f.write(mutant.source)
@@ -212,17 +215,17 @@ def grade_mutant(mutant, part_data, part, root, pycs=None):
         inputs = [{k: v.copy() for k, v in i.items()} for i in part_data.inputs]
         arrays, report = driver.run(mytorch, root, part_data.configs, inputs)
         arrays = {(int(key.split(":", 1)[0]), key.split(":", 1)[1]): v for key, v in arrays.items()}
-        outcome = sandbox.Outcome(reports=json.loads(report), arrays=arrays)
+        outcome = runner.Outcome(reports=json.loads(report), arrays=arrays)
 
         def diagnose(k, wrong):                       # as grade.grade_part, with the case run here
             result = driver.run_case(mytorch, root, dict(part_data.configs[k], trace=True),
                                      {n: v.copy() for n, v in part_data.inputs[k].items()}, tracing)
             if result.trace is None:
                 return []
-            student = diagnosis.parse(json.loads(json.dumps(result.trace[0])), result.trace[1])   # as sent
-            reference = diagnosis.reference_trace(part_data, k)
-            return diagnosis.explain(reference, student, part_data.configs[k],
-                                     diagnosis.gate_blocks(wrong, part_data.configs[k]))
+            student = matching.parse(json.loads(json.dumps(result.trace[0])), result.trace[1])   # as sent
+            reference = matching.reference_trace(part_data, k)
+            return matching.explain(reference, student, part_data.configs[k],
+                                     matching.gate_blocks(wrong, part_data.configs[k]))
         score, status, text, _ = feedback.judge_part(part, part_data, outcome, diagnose=diagnose)
     except BaseException as error:                    # a mutant that hangs or breaks the run: not counted
         return None, f"{type(error).__name__}"
@@ -282,8 +285,10 @@ def _forked(function, seconds):
 def run_mutants(items):
     """Grade ``items`` (Mutant tuples), each in a forked child: [(mutant, lost points, report)]."""
     import importlib
-    from autograder import data, spec
-    for name in ("diagnosis", "driver", "feedback", "sandbox", "tracing", "worker"):  # once, not in every child
+
+    from autograder.parts import data, spec
+    for name in ("diagnosis.matching", "parts.driver", "diagnosis.feedback", "sandbox.runner", "diagnosis.tracing",
+                 "sandbox.worker"):                                      # once, not in every child
         importlib.import_module(f"autograder.{name}")
     # what a child would otherwise set up each time: numpy.random (imported on first use, by a cell's rng) and
     # tokenize's patterns

@@ -6,16 +6,26 @@ import tarfile
 
 import pytest
 
-from autograder import compare, grade, mistakes, places, spec
-from tests.graderkit import (REPO, TWO_SECTIONS, at_top_of_forward, check_gradescope, load_results, make_grader_copy,
-                             make_submission, run_cli)
+from autograder import grade
+from autograder.diagnosis import compare, mistakes, places
+from autograder.parts import spec
+from tests.graderkit import (
+    REPO,
+    TWO_SECTIONS,
+    at_top_of_forward,
+    check_gradescope,
+    load_results,
+    make_grader_copy,
+    make_submission,
+    run_cli,
+)
 
 
 def test_numpy_random_is_imported_with_the_spec_not_first_by_threads_making_cases():
     """NumPy imports numpy.random on first use (its module __getattr__); the grader makes the cases of several
     parts in threads at once, and two first uses at once once ended a batch in a RecursionError inside
     NumPy's __getattr__. The spec imports it when it is imported, before any thread."""
-    code = "import sys; import autograder.spec; print('numpy.random' in sys.modules)"
+    code = "import sys; import autograder.parts.spec; print('numpy.random' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
                           check=True).stdout.strip() == "True"
 
@@ -141,7 +151,7 @@ class _Kept:
 def kept_zygote():
     """One zygote for the catalogue's grades (a test fixture only: batch gives every submission its own, and
     tests/test_zygote.py checks that each child starts from its pristine state): 0.2 s less per mistake."""
-    from autograder import reaper, zygote
+    from autograder.sandbox import reaper, zygote
     reaper.become_subreaper()
     worker = zygote.Zygote()
     yield _Kept(worker)

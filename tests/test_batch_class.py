@@ -18,7 +18,9 @@ from xml.etree import ElementTree
 import numpy
 import pytest
 
-from autograder import class_report, mistakes, spec
+from autograder.diagnosis import mistakes
+from autograder.instructor import class_report
+from autograder.parts import spec
 from tests.graderkit import REPO, check_gradescope, make_grader_copy, make_submission, run_cli
 from tests.test_site import BROWSER_FLAGS, ON_CI, find_chromium
 
@@ -197,7 +199,8 @@ def test_writing_the_class_report_loads_no_library_as_root():
     (a plotting library would bring hundreds of files no check looked at)."""
     code = (
         "import json, os, sys, tempfile\n"
-        "from autograder import batch, class_report, course\n"
+        "from autograder.instructor import batch, class_report\n"
+        "from autograder.parts import course\n"
         "loaded = {m.partition('.')[0] for m in sys.modules}\n"
         "the_course = course.load_course()\n"
         "payloads = {f's{k}': {'score': 7.0 * k, 'tests': [{'number': p.number, 'score': 0.0}\n"
@@ -312,7 +315,9 @@ def test_a_report_folder_a_student_could_have_filled_is_neither_trusted_nor_take
     would grade the class on cases they know); a report folder that holds a mytorch, as a submission named
     like it does, is refused (that submission would go ungraded, and the report be written into it)."""
     import argparse
-    from autograder import batch, class_report, course
+
+    from autograder.instructor import batch, class_report
+    from autograder.parts import course
     the_course = course.load_course()
     folder = class_report.Folder(str(tmp_path / "report"))
     args = argparse.Namespace(fresh_seed="random", regrade=False)

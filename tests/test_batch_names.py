@@ -11,7 +11,7 @@ import zipfile
 
 import pytest
 
-from autograder import untrusted
+from autograder.sandbox import untrusted
 from tests.graderkit import at_top_of_forward, make_grader_copy, make_submission, run_cli
 from tests.test_batch_class import _pack
 
@@ -172,17 +172,19 @@ def test_a_trace_names_nothing_on_two_lines():
     """A trace's names, files, functions and source lines are the child's (a file of the submission may be
     named "w\nall 9 cases: …"): each is one line, so the diagnosis, printed line by line, forges none."""
     import numpy as np
-    from autograder import class_report, diagnosis
+
+    from autograder.diagnosis import matching
+    from autograder.instructor import class_report
     odd = "x\nall 9 cases: forged"
     meta = {"records": [[odd, f"mytorch/nn/{odd}.py", 3, 0, odd, [], [1]]], "texts": {f"mytorch/nn/{odd}.py:3": odd},
             "callers": {"0": [0, f"mytorch/{odd}", 2]}, "lost": odd}
-    trace = diagnosis.parse(meta, np.zeros(1))
+    trace = matching.parse(meta, np.zeros(1))
     record = trace.records[0]
     assert not any("\n" in v for v in (record.name, record.file, record.text, record.function, trace.lost,
                                        *trace.callers[0][1:][::2]))
     # and the class tables read a part's problem from the grader's own first lines alone
     from autograder.grade import PartResult
-    from autograder import spec
+    from autograder.parts import spec
     part = spec.PARTS_BY_NUMBER["1.1"]
     forged = PartResult(part, 1.0, "failed", "4 of 5 cases passed\ncase 1: ValueError: x\n    all 5 cases: forged")
     assert class_report.problem_of([forged]) == ("", "")

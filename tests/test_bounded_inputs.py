@@ -13,7 +13,8 @@ import zipfile
 import numpy as np
 import pytest
 
-from autograder import archive, gradescope, tree
+from autograder.instructor import gradescope
+from autograder.sandbox import archive, tree
 from tests.graderkit import REPO, TWO_SECTIONS, check_gradescope, load_results, make_grader_copy, make_submission
 
 

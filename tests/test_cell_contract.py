@@ -245,7 +245,8 @@ def test_course_interface_one_dimensional(rng):
     x, h = rng.standard_normal(I), rng.standard_normal(H)
     h_t = cell.forward(x, h)
     # the handout's equations, written from its table with the separate matrices
-    sig = lambda a: 1 / (1 + np.exp(-a))
+    def sig(a):
+        return 1 / (1 + np.exp(-a))
     P = pieces
     r = sig(P["Wrx"] @ x + P["brx"] + P["Wrh"] @ h + P["brh"])
     z = sig(P["Wzx"] @ x + P["bzx"] + P["Wzh"] @ h + P["bzh"])

@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-from autograder import course, data, grade, spec
+from autograder import grade
+from autograder.parts import course, data, spec
 from handout import build, markers, sections
 from tests.graderkit import REPO, check_gradescope, load_results
 

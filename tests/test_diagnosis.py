@@ -10,10 +10,10 @@ import time
 import numpy as np
 import pytest
 
-from autograder import data, diagnosis, mistakes, spec, tracing
+from autograder.diagnosis import matching, mistakes, tracing
+from autograder.parts import data, spec
 from tests import mutants
 from tests.graderkit import REPO, check_gradescope, load_results, make_submission, run_cli
-
 
 # ---- the tracer, in this process on small functions of a file under a root
 
@@ -51,7 +51,7 @@ def test_the_trace_records_assignments_with_their_lines_reads_and_callers(tmp_pa
     assert trace.records[4]["reads"] == [3]                           # self.h, read back from the instance
     np.testing.assert_array_equal(trace.values[4], (x * 2 + 1).sum(axis=0))
     meta, flat = trace.pack()
-    parsed = diagnosis.parse(json.loads(json.dumps(meta)), flat)
+    parsed = matching.parse(json.loads(json.dumps(meta)), flat)
     assert [r.name for r in parsed.records] == [n for n, _ in names]
     assert parsed.callers[2][1:3] == ("mytorch/m.py", 8)              # helper was called from line 8
     assert sys.gettrace() is None
@@ -141,7 +141,7 @@ def test_a_malformed_trace_is_refused_with_a_value_error():
     """Every field of a record, every wrong type or bound, and values that do not add up: ValueError, which
     ``trace_case`` takes as no trace, never another exception in the grader nor a record it trusts."""
     meta, flat = data.load_part("2.2").traces[0]
-    assert len(diagnosis.parse(meta, flat).records) == len(meta["records"]) > 1
+    assert len(matching.parse(meta, flat).records) == len(meta["records"]) > 1
     shape = meta["records"][0][6]
     wrong = [(field, value) for field, values in NOT_IN.items() for value in values]
     wrong += [(6, [*shape[:-1], shape[-1] + 1]), (6, shape + [2]),              # more values than there are
@@ -150,16 +150,16 @@ def test_a_malformed_trace_is_refused_with_a_value_error():
         broken = json.loads(json.dumps(meta))
         broken["records"][0][field] = value
         with pytest.raises(ValueError):
-            diagnosis.parse(broken, flat)
+            matching.parse(broken, flat)
     for record in (None, "x", meta["records"][0][:6], meta["records"][0] + [0]):
         with pytest.raises(ValueError):
-            diagnosis.parse(dict(meta, records=[record] + meta["records"][1:]), flat)
+            matching.parse(dict(meta, records=[record] + meta["records"][1:]), flat)
     for values in (flat[:-1], np.append(flat, 0.0), flat.astype(np.float32), flat.reshape(1, -1), list(flat)):
         with pytest.raises(ValueError):
-            diagnosis.parse(meta, values)
+            matching.parse(meta, values)
     with pytest.raises(ValueError):
-        diagnosis.parse(dict(meta, records=meta["records"] * (diagnosis.RECORD_LIMIT // len(meta["records"]) + 1)),
-                        np.tile(flat, diagnosis.RECORD_LIMIT // len(meta["records"]) + 1))
+        matching.parse(dict(meta, records=meta["records"] * (matching.RECORD_LIMIT // len(meta["records"]) + 1)),
+                        np.tile(flat, matching.RECORD_LIMIT // len(meta["records"]) + 1))
 
 
 def test_a_flooding_loop_fills_the_budget_and_stops_the_trace_not_the_code(tmp_path):
@@ -220,30 +220,30 @@ def test_a_tracer_that_fails_stops_and_the_case_goes_on(tmp_path, monkeypatch):
                                   {"records": [["a", "f", 1, 1, "g", [], [1]]] * 6000}])
 def test_a_malformed_trace_is_refused(meta):
     with pytest.raises((ValueError, TypeError)):
-        diagnosis.parse(meta, np.zeros(1))
+        matching.parse(meta, np.zeros(1))
 
 
 # ---- matching
 
 def _record(name, value, reads=(), line=1, frame=1, function="backward"):
-    return diagnosis.Record(name, "mytorch/nn/x.py", line, "", frame, function, tuple(reads),
+    return matching.Record(name, "mytorch/nn/x.py", line, "", frame, function, tuple(reads),
                             np.asarray(value, dtype=float))
 
 
 def test_the_first_wrong_quantity_is_the_first_whose_inputs_are_right():
     a, b = np.arange(1.0, 7.0).reshape(2, 3), np.arange(2.0, 8.0).reshape(2, 3)
-    reference = diagnosis.Trace([_record("a", a), _record("b", b, [0], 2), _record("c", a * b, [0, 1], 3),
+    reference = matching.Trace([_record("a", a), _record("b", b, [0], 2), _record("c", a * b, [0, 1], 3),
                                  _record("d", a + b * 2, [1, 2], 4)])
-    student = diagnosis.Trace([_record("a", a), _record("bb", -b, line=12), _record("c", -a * b, line=13),
+    student = matching.Trace([_record("a", a), _record("bb", -b, line=12), _record("c", -a * b, line=13),
                                _record("d", a - b * 2, line=14)])
-    lines = diagnosis.explain(reference, student)
+    lines = matching.explain(reference, student)
     assert lines[0] == "Where your values first go wrong: `b` (computed from `a`)"
     assert lines[1] == "  Right so far: in backward, `a` matches the reference."
     assert lines[2].startswith("  your `bb` at mytorch/nn/x.py:12")
     # the nearest value is another name's: whose value it is compared with is said ("expected 2" read as bb's)
     assert lines[3] == "    got -2 at [0, 0], where `b` is 2; the opposite sign"
-    inline = diagnosis.Trace([_record("a", a), _record("c", a * b, line=13), _record("d", a + b * 2, line=14)])
-    assert diagnosis.first_wrong(reference.records, inline.records) is None   # b inline: right through c
+    inline = matching.Trace([_record("a", a), _record("c", a * b, line=13), _record("d", a + b * 2, line=14)])
+    assert matching.first_wrong(reference.records, inline.records) is None   # b inline: right through c
 
 
 def test_statements_that_do_not_read_each_other_may_come_in_any_order():
@@ -259,10 +259,10 @@ def test_statements_that_do_not_read_each_other_may_come_in_any_order():
                _record("dh", da @ w.T, [1], 4), _record("g['w']", da.T @ dh_t, [1], 5),
                _record("dx", da @ w, line=20, frame=0, function="sequence_backward"),       # the caller's copy
                _record("dh", 3 * da @ w.T, [1], line=4, frame=2)]                          # the next step's
-    assert diagnosis.first_wrong(reference, student) is None
+    assert matching.first_wrong(reference, student) is None
     student[3] = _record("dh", da @ w, [1], 4)                                              # W_hh not transposed
-    finding = diagnosis.first_wrong(reference, student)
-    assert reference[finding.wrong].name == "dh" and diagnosis.candidate(finding, reference, student) == 3
+    finding = matching.first_wrong(reference, student)
+    assert reference[finding.wrong].name == "dh" and matching.candidate(finding, reference, student) == 3
 
 
 def test_a_sums_start_or_a_value_the_student_never_names_is_judged_by_what_reads_it():
@@ -271,17 +271,17 @@ def test_a_sums_start_or_a_value_the_student_never_names_is_judged_by_what_reads
     and the student's values found right are named by the student's names."""
     rng = np.random.default_rng(1)
     dh_t, h_t, dx = rng.standard_normal((2, 3)), rng.standard_normal((2, 3)), rng.standard_normal((2, 3))
-    reference = diagnosis.Trace([_record("dh_t", dh_t), _record("act_grad", 1 - h_t ** 2, line=2),
+    reference = matching.Trace([_record("dh_t", dh_t), _record("act_grad", 1 - h_t ** 2, line=2),
                                  _record("da", dh_t * (1 - h_t ** 2), [0, 1], 3),
                                  _record("d_in", 0.0, line=4), _record("d_in", dx, [3], 5)])
-    student = diagnosis.Trace([_record("grad_h", dh_t, line=11), _record("da", dh_t * (1 - h_t), [0], 12),
+    student = matching.Trace([_record("grad_h", dh_t, line=11), _record("da", dh_t * (1 - h_t), [0], 12),
                                _record("d_in", dx * 2, line=14)])
-    lines = diagnosis.explain(reference, student)
+    lines = matching.explain(reference, student)
     assert lines[0] == "Where your values first go wrong: `da` (computed from `dh_t` and `act_grad`)"
     assert lines[1] == "  Right so far: in backward, `grad_h` matches the reference."
     assert lines[2].startswith("  your `da` at mytorch/nn/x.py:12")
     student.records[1] = _record("da", dh_t * (1 - h_t ** 2), [0], 12)
-    lines = diagnosis.explain(reference, student)
+    lines = matching.explain(reference, student)
     assert lines[0].startswith("Where your values first go wrong: `d_in`") and "x.py:14" in lines[2]
     assert "expected" in lines[3] and "shape" not in lines[3]              # the sum, not its start 0.0: shape ()
 
@@ -292,9 +292,9 @@ def test_right_so_far_never_names_the_call_the_wrong_quantity_is_computed_in():
     records = [_record("h", a, frame=1, function="Cell.forward"), _record("dh", b, frame=2, function="Cell.backward"),
                _record("da", a * b, [], line=5, frame=3, function="grad"),
                _record("dx", a + b, [2], line=6, frame=3, function="grad")]
-    reference = diagnosis.Trace(records, callers={3: (2, "mytorch/nn/x.py", 9, "")})
-    student = diagnosis.Trace(records[:3] + [_record("dx", a - b, [2], line=6, frame=3, function="grad")])
-    lines = diagnosis.explain(reference, student)
+    reference = matching.Trace(records, callers={3: (2, "mytorch/nn/x.py", 9, "")})
+    student = matching.Trace(records[:3] + [_record("dx", a - b, [2], line=6, frame=3, function="grad")])
+    lines = matching.explain(reference, student)
     assert lines[1] == "  Right so far: your Cell.forward; in grad, `da` matches the reference."
 
 
@@ -302,16 +302,16 @@ def test_a_layer_whose_forward_outputs_matched_is_diagnosed_in_its_backward():
     """Where the graded forward outputs matched, a forward value the matching could not pair (a direction's
     final state, say) is not named: the first wrong value is the backward's."""
     a, b = np.arange(1.0, 7.0).reshape(2, 3), np.arange(2.0, 8.0).reshape(2, 3)
-    reference = diagnosis.Trace([_record("final", a, frame=1, function="Layer.forward"),
+    reference = matching.Trace([_record("final", a, frame=1, function="Layer.forward"),
                                  _record("step", b, frame=2, function="Layer._run"),
                                  _record("d", a * b, frame=3, function="Layer.backward")],
                                 callers={2: (1, "mytorch/nn/x.py", 3, "")})
-    student = diagnosis.Trace([_record("final", -a, frame=1, function="Layer.forward"),
+    student = matching.Trace([_record("final", -a, frame=1, function="Layer.forward"),
                                _record("step", -b, frame=2, function="Layer._run"),
                                _record("d", a * b + 1, line=7, frame=3, function="Layer.backward")])
-    assert diagnosis.forward_records(reference) == {0, 1}
-    assert "`final`" in diagnosis.explain(reference, student)[0]
-    assert diagnosis.explain(reference, student, forward_right=True)[0] == "Where your values first go wrong: `d`"
+    assert matching.forward_records(reference) == {0, 1}
+    assert "`final`" in matching.explain(reference, student)[0]
+    assert matching.explain(reference, student, forward_right=True)[0] == "Where your values first go wrong: `d`"
 
 
 def test_one_element_of_a_returned_tuple_vouches_for_no_other():
@@ -323,7 +323,7 @@ def test_one_element_of_a_returned_tuple_vouches_for_no_other():
                  _record("return of backward[0]", 2 * da, [1, 2], 4)]
     student = [_record("da", da), _record("dx", 2 * da, [0], 2), _record("dc", dc + 1, [0], 3),
                _record("return of backward[0]", 2 * da, [1, 2], 4)]
-    finding = diagnosis.first_wrong(reference, student)
+    finding = matching.first_wrong(reference, student)
     assert finding is not None and reference[finding.wrong].name == "dc"
 
 
@@ -331,9 +331,9 @@ def test_a_value_of_the_same_name_but_another_shape_is_not_taken_for_the_quantit
     a = np.arange(6.0).reshape(2, 3)
     reference = [_record("x", a), _record("out", np.zeros(8) + 1, [0], 2)]
     student = [_record("x", a), _record("out", np.zeros(7), [0], 12), _record("y", np.zeros(8), [0], 13)]
-    finding = diagnosis.first_wrong(reference, student)
-    assert reference[finding.wrong].name == "out" and diagnosis.candidate(finding, reference, student) == 2
-    lines = diagnosis.explain(diagnosis.Trace(reference), diagnosis.Trace(student[:2]))   # none of its shape
+    finding = matching.first_wrong(reference, student)
+    assert reference[finding.wrong].name == "out" and matching.candidate(finding, reference, student) == 2
+    lines = matching.explain(matching.Trace(reference), matching.Trace(student[:2]))   # none of its shape
     assert lines[2:4] == ["  your `out` at mytorch/nn/x.py:12", "    shape (7,), expected (8,)"]
 
 
@@ -365,11 +365,11 @@ def test_a_quantity_is_found_in_every_form_a_student_may_hold_it_in():
     reference = [r, z, n, 2 * r, r.sum(axis=0), np.float64(7.5), special, n[:, :2], r.T, np.zeros((5, 5))]
     student = [_record(f"s{j}", v, line=10 + j) for j, v in enumerate(student)]
     reference = [_record(f"q{i}", v, line=i + 1) for i, v in enumerate(reference)]
-    index = diagnosis._Index(student)
+    index = matching._Index(student)
     for i, q in enumerate(reference):
         expected = [(j, how) for j, s in enumerate(student) for how, form in _forms_of(s.value)
-                    if form.shape == q.value.shape and np.allclose(form, q.value, rtol=diagnosis.RTOL,
-                                                                   atol=diagnosis.ATOL, equal_nan=True)]
+                    if form.shape == q.value.shape and np.allclose(form, q.value, rtol=matching.RTOL,
+                                                                   atol=matching.ATOL, equal_nan=True)]
         with np.errstate(invalid="ignore", over="ignore"):
             assert index.find(q.value) == expected, (i, index.find(q.value), expected)
     assert [how for _, how in index.find(r)] == ["transposed", "block 1 of 3", "block 1 of 2"]
@@ -382,14 +382,14 @@ def test_a_trace_cut_short_names_only_what_it_shows():
     a, b, c = np.arange(1.0, 7.0).reshape(2, 3), np.arange(2.0, 8.0).reshape(2, 3), np.arange(5.0, 11.0)
     reference = [_record("a", a), _record("b", b, [0], 2), _record("c", c, line=3)]
     student = [_record("a", a), _record("b", np.zeros_like(b), line=12)]    # a wrong b (or its init), then cut
-    assert diagnosis.first_wrong(reference, student).wrong == 1
-    assert diagnosis.first_wrong(reference, student, reference_complete=False) is None  # b's reader: past the cut
-    assert diagnosis.first_wrong(reference, student, student_complete=False) is None    # the right b: past the cut
+    assert matching.first_wrong(reference, student).wrong == 1
+    assert matching.first_wrong(reference, student, reference_complete=False) is None  # b's reader: past the cut
+    assert matching.first_wrong(reference, student, student_complete=False) is None    # the right b: past the cut
     got_further = student + [_record("c", c, line=13)]
-    assert diagnosis.first_wrong(reference, got_further, student_complete=False).wrong == 1
+    assert matching.first_wrong(reference, got_further, student_complete=False).wrong == 1
     read = reference + [_record("d", b + 1, [1], 4)]                   # read in the reference's trace: named
-    assert diagnosis.first_wrong(read, student, reference_complete=False).wrong == 1
-    lines = diagnosis.explain(diagnosis.Trace(reference, "the trace is full"), diagnosis.Trace(student))
+    assert matching.first_wrong(read, student, reference_complete=False).wrong == 1
+    lines = matching.explain(matching.Trace(reference, "the trace is full"), matching.Trace(student))
     assert lines == []
 
 
@@ -399,18 +399,18 @@ def test_a_trace_cut_short_names_only_what_it_shows():
     (lambda e: np.zeros_like(e), "all zeros")])
 def test_kinds_of_difference(got, words):
     expected = np.arange(1.0, 13.0).reshape(2, 6)
-    assert words in diagnosis.kind_of_difference(got(expected), expected, gates=("r", "z", "n"))
+    assert words in matching.kind_of_difference(got(expected), expected, gates=("r", "z", "n"))
 
 
 def test_the_previous_steps_value_is_recognised():
     e1, e2 = np.array([1.0, 2.0]), np.array([3.0, 5.0])
-    reference = diagnosis.Trace([_record("h", e1, frame=1, function="Cell.forward"),
+    reference = matching.Trace([_record("h", e1, frame=1, function="Cell.forward"),
                                  _record("h", e2, [0], frame=2, function="Cell.forward")])
-    student = diagnosis.Trace([_record("h", e1, frame=1), _record("h", e1, frame=2, line=9)])
+    student = matching.Trace([_record("h", e1, frame=1), _record("h", e1, frame=2, line=9)])
     assert "the value it had one step before (a state: each step starts from" in \
-        "\n".join(diagnosis.explain(reference, student))
-    backward = diagnosis.Trace([_record("h", e1, frame=1), _record("h", e2, [0], frame=2, function="Cell.backward")])
-    assert "one step before (in a backward after several forwards" in "\n".join(diagnosis.explain(backward, student))
+        "\n".join(matching.explain(reference, student))
+    backward = matching.Trace([_record("h", e1, frame=1), _record("h", e2, [0], frame=2, function="Cell.backward")])
+    assert "one step before (in a backward after several forwards" in "\n".join(matching.explain(backward, student))
 
 
 # ---- the grader, end to end
@@ -420,7 +420,7 @@ def test_reference_traces_are_stored_for_every_case_of_every_part():
     for part in spec.PARTS:
         stored = data.load_part(part.number, manifest=manifest)
         assert stored.traces and all(t is not None for t in stored.traces), part.number
-        records = diagnosis.parse(*stored.traces[0]).records
+        records = matching.parse(*stored.traces[0]).records
         assert records and all(r.file.startswith("mytorch/") for r in records)
 
 
@@ -434,7 +434,7 @@ def test_the_issues_two_examples_are_traced_to_their_line(tmp_path):
     tests = check_gradescope(load_results(tmp_path / "r.json"))
     assert "first goes wrong: `act_grad`" in tests["1.2"]["output"] and "rnn_cell.py:73" in tests["1.2"]["output"]
     assert "first goes wrong: `n` (computed from `gx`" in tests["2.1"]["output"]
-    assert "gru_cell.py:152" in tests["2.1"]["output"]
+    assert "gru_cell.py:158" in tests["2.1"]["output"]
     assert "dh: values differ" in tests["1.2"]["output"]                 # the handout's name, not dh_prev
     assert all(len(line) <= 80 for line in proc.stdout.splitlines())
 

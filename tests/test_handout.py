@@ -12,7 +12,7 @@ import zipfile
 import numpy as np
 import pytest
 
-from autograder import spec
+from autograder.parts import spec
 from handout import build, leaks, markers
 from tests.graderkit import REPO, check_gradescope, load_results, run_cli
 
@@ -181,10 +181,16 @@ def test_empty_handout_installs_grades_zero_without_traceback(built, tmp_path):
     work = tmp_path / "work"
     shutil.copytree(os.path.join(out, "mytorch"), work / "mytorch")
     env = dict(os.environ, PYTHONPATH=str(site))
-    imported = subprocess.run([sys.executable, "-c", "import mytorch, autograder; print(autograder.__file__); "
+    # every package of the grader comes from the installed handout (none from this checkout, which an editable
+    # install of it would otherwise lend to a package the handout left out)
+    imported = subprocess.run([sys.executable, "-c", "import mytorch, autograder, importlib\n"
+                               "for name in ('', *autograder.PACKAGES):\n"
+                               "    print(importlib.import_module('.'.join(('autograder', name)).strip('.')).__file__)\n"
                                "print(mytorch.nn.GRUCell(2, 3))"], cwd=work, capture_output=True, text=True, env=env)
     assert imported.returncode == 0, imported.stderr
-    assert imported.stdout.startswith(str(site)) and "GRUCell(2, 3" in imported.stdout
+    *files, cell = imported.stdout.splitlines()
+    assert len(files) == 5 and all(f.startswith(str(site / "autograder")) for f in files), files
+    assert "GRUCell(2, 3" in cell
     proc = subprocess.run([sys.executable, "-m", "autograder", "--json", str(tmp_path / "r.json")], cwd=work,
                           capture_output=True, text=True, env=env)
     assert proc.returncode == 0 and "Traceback" not in proc.stdout + proc.stderr
@@ -384,7 +390,7 @@ def test_a_planted_derivation_fails_the_build(tmp_path):
             build.check_no_leaks(PY_SOURCES, str(root))
         message = str(error.value)
         assert message.startswith("2 equation(s) of a graded backward would reach students")
-        assert "mytorch/nn/lstm_cell.py:132: `dc' ← dc' + dh_hat ⊙ o ⊙ (1 − tanh²(c'))` is written out in" in message
+        assert "mytorch/nn/lstm_cell.py:139: `dc' ← dc' + dh_hat ⊙ o ⊙ (1 − tanh²(c'))` is written out in" in message
         assert "`da_g = dg ⊙ (1 − g²)`" in message
 
 
@@ -394,7 +400,8 @@ def test_a_planted_derivation_fails_the_build(tmp_path):
     ("d_c̄  = d_h ⊙ (1 − u) ⊙ (1 − c²)", r"\partial L/\partial \bar c = \delta_h \odot (1-u) \odot (1 - c^{2})"),
 ])
 def test_comments_and_latex_meet_in_one_skeleton(comment, latex):
-    right = lambda text: equations.canonical(re.split("=", text)[-1])
+    def right(text):
+        return equations.canonical(re.split("=", text)[-1])
     assert right(comment) == right(latex)
 
 

@@ -12,7 +12,9 @@ import py_compile
 
 import pytest
 
-from autograder import grade, spec, zygote
+from autograder import grade
+from autograder.parts import spec
+from autograder.sandbox import zygote
 from tests.graderkit import make_submission
 
 FORWARD = "        x, (h,), batched, _ = self._prepare(x, state)\n"

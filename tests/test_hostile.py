@@ -7,9 +7,16 @@ import time
 
 import pytest
 
-from autograder import spec
-from tests.graderkit import (REPO, at_top_of_forward, check_gradescope, load_results, make_grader_copy, make_submission,
-                             run_cli)
+from autograder.parts import spec
+from tests.graderkit import (
+    REPO,
+    at_top_of_forward,
+    check_gradescope,
+    load_results,
+    make_grader_copy,
+    make_submission,
+    run_cli,
+)
 
 FULL_1_1_AND_2_1 = spec.PARTS_BY_NUMBER["1.1"].points + spec.PARTS_BY_NUMBER["2.1"].points
 
@@ -164,7 +171,7 @@ def test_a_folder_put_at_the_results_path_is_cleared(grader, tmp_path):
 
 def test_fresh_seed_in_a_student_handout_needs_the_instructors_solution(tmp_path):
     grader = make_grader_copy(tmp_path / "grader")
-    os.remove(os.path.join(grader, "autograder", "generate.py"))               # as the handout ships it
+    os.remove(os.path.join(grader, "autograder", "instructor", "generate.py"))               # as the handout ships it
     proc = run_cli(["1.1", "--fresh-seed", "5", "--submission", make_submission(tmp_path / "sub")], cwd=grader)
     assert proc.returncode != 0 and "--solution DIR" in proc.stderr
 
@@ -172,8 +179,8 @@ def test_fresh_seed_in_a_student_handout_needs_the_instructors_solution(tmp_path
 def test_an_error_that_memory_running_out_explains_says_so(tmp_path):
     """A MemoryError, or the SystemError CPython raises when a C allocation fails without saying so, reached
     the student as 'SystemError: error return without exception set': the child names its memory limit."""
-    from autograder import worker
-    code = ("import resource, sys; sys.path.insert(0, sys.argv[1]); from autograder import worker\n"
+    from autograder.sandbox import worker
+    code = ("import resource, sys; sys.path.insert(0, sys.argv[1]); from autograder.sandbox import worker\n"
             "resource.setrlimit(resource.RLIMIT_AS, (512 << 20, 512 << 20))\n"
             "print(worker._out_of_memory(SystemError('error return without exception set')))\n"
             "print(worker._out_of_memory(MemoryError()))")
@@ -186,7 +193,7 @@ def test_a_part_is_held_to_its_memory_limit_across_all_its_processes(grader, tmp
     """Three forked processes each write 400 MiB and hold it: each is within the 1 GiB address-space limit, but
     together they are over the part's 1 GiB. In the part's memory cgroup the kernel ends one of them (the
     parent then ends the others with SIGTERM, which is not counted)."""
-    from autograder import cgroups
+    from autograder.sandbox import cgroups
     probe = cgroups.make(64)
     if probe is None:
         pytest.skip("no memory cgroup can be made here (not root, or none delegated): per-process limits only")

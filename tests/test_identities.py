@@ -3,7 +3,7 @@ import pwd
 
 import pytest
 
-from autograder import identities
+from autograder.sandbox import identities
 
 
 @pytest.mark.parametrize("value, reason", [

@@ -12,7 +12,7 @@ import zipfile
 
 import pytest
 
-from autograder import archive, interpreter, isolation, reaper
+from autograder.sandbox import archive, interpreter, isolation, reaper
 from tests.graderkit import REPO, TWO_SECTIONS, check_gradescope, load_results, make_grader_copy, make_submission
 
 
@@ -263,7 +263,7 @@ def test_the_graders_own_python_is_checked_for_what_it_loaded_and_what_it_may_im
         os.remove(site / name)
     os.chmod(site, 0o1777)                                # anyone may add a module to a folder on sys.path
     assert refused() == [str(site)]
-    assert os.path.dirname(interpreter.__file__) in interpreter.own_places(path=[], modules={})[0]
+    assert os.path.dirname(os.path.dirname(interpreter.__file__)) in interpreter.own_places(path=[], modules={})[0]
     os.chmod(site, 0o755)
     later = tmp_path / "later"                            # a sys.path entry not there yet (python311.zip)
     later.mkdir()
@@ -309,7 +309,8 @@ def test_clearing_what_one_user_left_never_holds_back_another_users_children(mon
     children start and end meanwhile (a flood of files in /tmp took one user 44 s to clear)."""
     import pwd
     import threading
-    from autograder import sandbox
+
+    from autograder.sandbox import runner
     slow, fast = (pwd.struct_passwd((n, "x", uid, uid, "", "/", "/bin/false"))
                   for n, uid in (("mytorch-nobody-a", 64011), ("mytorch-nobody-b", 64012)))
     clearing, release, cleared = threading.Event(), threading.Event(), []
@@ -319,24 +320,24 @@ def test_clearing_what_one_user_left_never_holds_back_another_users_children(mon
             clearing.set()
             release.wait(10)
         cleared.append(user.pw_name)
-    monkeypatch.setattr(sandbox, "clear_user", clear_user)
-    sandbox._starting(slow)
-    ender = threading.Thread(target=sandbox._ended, args=(slow,))
+    monkeypatch.setattr(runner, "clear_user", clear_user)
+    runner._starting(slow)
+    ender = threading.Thread(target=runner._ended, args=(slow,))
     ender.start()
     assert clearing.wait(5)
-    other = threading.Thread(target=lambda: (sandbox._starting(fast), sandbox._ended(fast)))
+    other = threading.Thread(target=lambda: (runner._starting(fast), runner._ended(fast)))
     other.start()
     other.join(5)
     assert not other.is_alive() and cleared == ["mytorch-nobody-b"]     # while the slow one still clears
-    again = threading.Thread(target=sandbox._starting, args=(slow,))
+    again = threading.Thread(target=runner._starting, args=(slow,))
     again.start()
     again.join(0.2)
     assert again.is_alive()                                                 # its own next child waits
     release.set()
     for t in (ender, again):
         t.join(5)
-    assert cleared == ["mytorch-nobody-b", "mytorch-nobody-a"] and sandbox._users[slow.pw_uid] == 1
-    sandbox._users[slow.pw_uid] = 0
+    assert cleared == ["mytorch-nobody-b", "mytorch-nobody-a"] and runner._users[slow.pw_uid] == 1
+    runner._users[slow.pw_uid] = 0
 
 
 def _as_user(user, action):

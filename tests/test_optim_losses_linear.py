@@ -17,7 +17,8 @@ def test_linear_gradients(rng):
     y = lin.forward(x)
     np.testing.assert_allclose(y, x @ lin.params["weight"].T + lin.params["bias"])
     dx = lin.backward(w)
-    loss = lambda: float(np.sum(w * (x @ lin.params["weight"].T + lin.params["bias"])))
+    def loss():
+        return float(np.sum(w * (x @ lin.params["weight"].T + lin.params["bias"])))
     np.testing.assert_allclose(dx, numeric_grad(loss, x), rtol=1e-7, atol=1e-9)
     for k in ("weight", "bias"):
         np.testing.assert_allclose(lin.grads[k], numeric_grad(loss, lin.params[k]), rtol=1e-7, atol=1e-9)

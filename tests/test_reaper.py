@@ -17,7 +17,7 @@ import types
 
 import pytest
 
-from autograder import reaper
+from autograder.sandbox import reaper
 
 PACKAGE = pathlib.Path(reaper.__file__).parent
 STARTS = {("subprocess", name) for name in ("run", "Popen", "call", "check_call", "check_output",

@@ -4,7 +4,7 @@ what the generator computes from the fixed seed."""
 import numpy as np
 import pytest
 
-from autograder import course, data, spec
+from autograder.parts import course, data, spec
 from tests import oracle
 from tests.conftest import needs_torch
 from tests.test_gru_block_ops import kernel_grad
@@ -237,14 +237,14 @@ def test_rnn_and_gru_parts_against_torch(number):
 @pytest.fixture(scope="module")
 def solution_zygote():
     """One zygote of the solution's for the module's checks (the generator shares its own across parts too)."""
-    from autograder import zygote
+    from autograder.sandbox import zygote
     with zygote.running(1) as workers:
         yield workers
 
 
 @pytest.mark.parametrize("part", [p.number for p in spec.PARTS])
 def test_reference_data_is_what_the_generator_computes(part, solution_zygote):
-    from autograder import generate
+    from autograder.instructor import generate
     assert generate.check(parts=[spec.PARTS_BY_NUMBER[part]], workers=solution_zygote) == []
 
 

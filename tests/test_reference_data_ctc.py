@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from autograder import data
+from autograder.parts import data
 from tests.conftest import needs_torch
 from tests.test_ctc import brute_alpha_beta, course_beam_reference, naive_collapse
 

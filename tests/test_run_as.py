@@ -16,16 +16,17 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
-import zipfile
 import time
+import zipfile
 
 import pytest
 
 import autograder
-from autograder import interpreter, ipc, mistakes, reaper, spec, tree
+from autograder.diagnosis import mistakes
+from autograder.parts import spec
+from autograder.sandbox import interpreter, ipc, reaper, tree
 from tests import securitykit as kit
-from tests.graderkit import (REPO, TWO_SECTIONS, at_top_of_forward, check_gradescope, make_grader_copy,
-                             make_submission)
+from tests.graderkit import REPO, TWO_SECTIONS, at_top_of_forward, check_gradescope, make_grader_copy, make_submission
 
 SECRET_TEXT = "ROOT-ONLY-51d0e2"
 RUN_AS_ATTACKS = ["honest broken", "FIFO in place of every reachable file",
@@ -261,6 +262,7 @@ def test_gradescope_as_root_runs_student_code_as_its_user_who_can_read_no_soluti
     root's privileges, scores 100 on fresh cases: it runs as the user and reaches none of them. The grader
     left them readable by root alone, and has no warning for the course staff."""
     import zipfile
+
     from handout import build
     make_user, python, home = sandbox_user
     user = make_user()
@@ -358,7 +360,7 @@ libc = ctypes.CDLL(None, use_errno=True)
 tried, found = [], 0
 for pid in [int(p) for p in os.listdir('/proc') if p.isdigit()]:
     try:                                                    # the zygote, not its children (forks of it) of our uid
-        if b'autograder/zygote.py' not in open(f'/proc/{pid}/cmdline', 'rb').read() or os.stat(
+        if b'autograder/sandbox/zygote.py' not in open(f'/proc/{pid}/cmdline', 'rb').read() or os.stat(
                 f'/proc/{pid}').st_uid == os.getuid():
             continue
     except OSError:
@@ -439,10 +441,10 @@ def test_clear_user_removes_what_it_left_in_every_folder_any_user_may_write(sand
     """In every shared folder of the machine (/tmp, /var/tmp, /dev/shm, /run/lock, any other folder below /,
     /var, /run or /dev that any user may write) and in root's shared folders inside them (like /tmp/.X11-unix),
     what the sandbox user owns is gone after ``clear_user``, and what others own is kept."""
-    from autograder import sandbox
+    from autograder.sandbox import runner
     make_user, _, _ = sandbox_user
     user = make_user()
-    tops = sandbox.shared_folders()
+    tops = runner.shared_folders()
     for known in ("/tmp", "/var/tmp", "/dev/shm", "/run/lock"):
         if os.path.isdir(known) and os.stat(known).st_mode & 0o002:
             assert os.path.realpath(known) in tops, (known, tops)
@@ -462,7 +464,7 @@ def test_clear_user_removes_what_it_left_in_every_folder_any_user_may_write(sand
             open(theirs, "w").close()
             kept.append(theirs)
     try:
-        sandbox.clear_user(user)
+        runner.clear_user(user)
         assert not [p for p in planted if os.path.lexists(p)]
         assert all(os.path.exists(p) for p in kept)
     finally:
@@ -621,7 +623,7 @@ def test_grader_files_the_sandbox_user_could_change_are_refused_before_the_pytho
     user = make_user()
     folder = _world_readable_dir(os.path.join(home, "grader-"))
     grader = make_grader_copy(os.path.join(folder, "copy"))
-    worker = os.path.join(grader, "autograder", "worker.py")
+    worker = os.path.join(grader, "autograder", "sandbox", "worker.py")
     os.chown(worker, user.pw_uid, user.pw_gid)
     wrapper, log = _logging_wrapper(folder, python)
     command = [sys.executable, "-m", "autograder", "1.1", "--run-as", user.pw_name, "--python", wrapper,
@@ -650,7 +652,7 @@ def test_a_grader_module_the_sandbox_user_could_change_never_runs_as_root(sandbo
     folder = _world_readable_dir(os.path.join(home, "planted-"))
     grader = make_grader_copy(os.path.join(folder, "copy"))
     marker = os.path.join(tempfile.mkdtemp(), "ran-as-root")                 # a folder of root's alone
-    planted = os.path.join(grader, "autograder", "report.py")
+    planted = os.path.join(grader, "autograder", "diagnosis", "report.py")
     with open(planted, "a") as f:
         f.write(f"\nimport os as _os\nif _os.geteuid() == 0:\n    open({marker!r}, 'w').close()\n")
     os.chown(planted, user.pw_uid, user.pw_gid)
@@ -696,7 +698,7 @@ def test_each_module_imported_as_root_is_looked_at_before_it_runs(tmp_path, monk
         entry._CheckedImports(who).find_spec("wheel")
     assert not hasattr(sys, "ran")
     os.chmod(site / "wheel" / "__init__.py", 0o644)
-    import struct                                      # an ACL entry for the user: user:64001:rw-, mask::rw-
+    import struct  # an ACL entry for the user: user:64001:rw-, mask::rw-
     acl = struct.pack("<I", 2) + b"".join(struct.pack("<HHI", *entry) for entry in
                                           [(1, 6, 0), (2, 6, 64001), (4, 4, 0), (0x10, 6, 0), (0x20, 4, 0)])
     try:
@@ -1025,10 +1027,12 @@ def test_a_submission_cannot_read_the_instructors_checkout(sandbox_user):
     course = _instructor_checkout(root)
     grader = os.path.join(course, "autograder")
     compileall.compile_dir(grader, quiet=1)
-    bytecode = os.path.join(grader, "__pycache__")
+    bytecode = [os.path.join(grader, package, "__pycache__") for package in ("", *autograder.PACKAGES)]
     instructor_only = [os.path.join(grader, name) for name in autograder.INSTRUCTOR_ONLY]
-    instructor_only += [os.path.join(bytecode, name) for name in sorted(os.listdir(bytecode))
-                        if name.startswith(tuple(n[:-3] + "." for n in autograder.INSTRUCTOR_ONLY))]
+    for name in autograder.INSTRUCTOR_ONLY:                         # each one's bytecode, in its package's cache
+        cache = os.path.join(grader, os.path.dirname(name), "__pycache__")
+        stem = os.path.basename(name)[:-3] + "."
+        instructor_only += [os.path.join(cache, pyc) for pyc in sorted(os.listdir(cache)) if pyc.startswith(stem)]
     assert len(instructor_only) == 2 * len(autograder.INSTRUCTOR_ONLY)
     for folder, dirs, files in os.walk(grader):
         for name in dirs + files:
@@ -1064,8 +1068,8 @@ def test_a_submission_cannot_read_the_instructors_checkout(sandbox_user):
         os.chmod(os.path.join(course, name), 0o700)
     refused = grade("--run-as", user.pw_name, "--python", python, MYTORCH_GRADER_MOUNT_NAMESPACE="0")
     assert refused.returncode == 2 and f"can read {os.path.realpath(grader)}/" in refused.stderr, refused.stderr
-    for path in [bytecode] + instructor_only[:len(autograder.INSTRUCTOR_ONLY)]:
-        os.chmod(path, 0o700 if path == bytecode else 0o600)
+    for path in bytecode + instructor_only[:len(autograder.INSTRUCTOR_ONLY)]:
+        os.chmod(path, 0o700 if path in bytecode else 0o600)
     proc = grade("--run-as", user.pw_name, "--python", python, MYTORCH_GRADER_MOUNT_NAMESPACE="0")
     assert proc.returncode == 0 and "reached: []" in proc.stdout, proc.stdout + proc.stderr
 

@@ -10,7 +10,10 @@ import subprocess
 import numpy as np
 import pytest
 
-from autograder import cli, frames, report, spec, untrusted
+from autograder import cli
+from autograder.diagnosis import report
+from autograder.parts import spec
+from autograder.sandbox import frames, untrusted
 from tests import securitykit as kit
 from tests.graderkit import check_gradescope, make_grader_copy
 

@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from mytorch.nn import GMUCell, GRU, GRUBlockCell, GRUCell, RNN, RNNCell, TGRU, gru_block_cell, gru_block_cell_grad
+from mytorch.nn import GRU, RNN, TGRU, GMUCell, GRUBlockCell, GRUCell, RNNCell, gru_block_cell, gru_block_cell_grad
 from tests.conftest import HAS_TORCH, REPO, lazy_torch, needs_torch
 
 if HAS_TORCH:

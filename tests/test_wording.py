@@ -23,7 +23,7 @@ PRIVATE = [
 ]
 PATTERN = re.compile("|".join(f"(?:{p})" for p in PRIVATE), re.IGNORECASE)
 
-SCANNED = ["mytorch", "autograder", "handout", "notebooks", "tests", "benchmarks", "README.md", "setup.py"]
+SCANNED = ["mytorch", "autograder", "handout", "notebooks", "tests", "benchmarks", "docs", "README.md", "setup.py"]
 THIS_FILE = os.path.abspath(__file__)
 
 

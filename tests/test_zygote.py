@@ -12,7 +12,10 @@ import time
 
 import pytest
 
-from autograder import batch, data, grade, reaper, sandbox, spec, zygote
+from autograder import grade
+from autograder.instructor import batch
+from autograder.parts import data, spec
+from autograder.sandbox import reaper, runner, zygote
 from tests.graderkit import REPO, at_top_of_forward, load_results, make_submission, run_cli
 
 
@@ -23,9 +26,9 @@ def rnn_edit(code):
 
 def _pid_namespace(monkeypatch, wanted):
     """MYTORCH_GRADER_PID_NAMESPACE set to ``wanted`` for this test, and ``unshare`` looked for again with it
-    (``sandbox.pid_namespace`` keeps its first answer for the process)."""
+    (``runner.pid_namespace`` keeps its first answer for the process)."""
     monkeypatch.setenv("MYTORCH_GRADER_PID_NAMESPACE", wanted)
-    monkeypatch.setattr(sandbox, "_unshare", [])
+    monkeypatch.setattr(runner, "_unshare", [])
 
 
 def zygotes():
@@ -39,7 +42,7 @@ def zygotes():
                 parent = int(f.read().rpartition(b")")[2].split()[1])
         except (OSError, ValueError, IndexError):
             continue
-        if name.isdigit() and b"autograder/zygote.py" in command and parent == os.getpid():
+        if name.isdigit() and b"autograder/sandbox/zygote.py" in command and parent == os.getpid():
             found.add(int(name))
     return found
 
@@ -96,7 +99,7 @@ def test_a_part_over_its_cpu_limit_is_told_so_even_as_process_1(tmp_path, monkey
     the CPU limit, and the report says so either way."""
     _pid_namespace(monkeypatch, namespace)
     monkeypatch.setenv("MYTORCH_GRADER_ZYGOTE", forked)
-    monkeypatch.setattr(sandbox, "cpu_limit", lambda timeout: 1)
+    monkeypatch.setattr(runner, "cpu_limit", lambda timeout: 1)
     sub = make_submission(tmp_path / "sub", rnn_edit("while True:\n    pass"))
     [result] = grade.grade(sub, [spec.PARTS_BY_NUMBER["1.1"]], timeout=60.0)
     assert result.score == 0 and "of CPU time" in result.output, result.output
@@ -120,8 +123,8 @@ def test_a_spawned_child_that_ends_just_after_it_is_polled_is_reaped_with_its_cp
             return 0, 0, None
         return real(pid, options)
     monkeypatch.setattr(os, "wait4", just_before_it_ended)
-    assert sandbox._poll(proc) is None
-    assert sandbox._poll(proc) == 3 and proc.returncode == 3
+    assert runner._poll(proc) is None
+    assert runner._poll(proc) == 3 and proc.returncode == 3
     assert isinstance(proc.cpu_seconds, float) and proc.cpu_seconds > 0
 
 
@@ -129,7 +132,7 @@ def test_the_zygote_holds_no_data_no_shared_memory_and_no_extra_files():
     reaper.become_subreaper()
     worker = zygote.Zygote()
     try:
-        bytecode = sandbox.compiled(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), zygote=worker)
+        bytecode = runner.compiled(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), zygote=worker)
         assert bytecode                                   # the generation is ready once it compiled
         pid = worker.current.proc.pid
         fds = {int(fd): os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
@@ -195,13 +198,13 @@ def test_a_stuck_zygote_is_replaced_then_given_up(monkeypatch):
 
 def test_batch_gives_every_submission_its_own_zygote(tmp_path, monkeypatch):
     used = {}
-    fork = sandbox._fork
+    fork = runner._fork
 
     def recording(worker, root, *args):
         if worker is not None:
             used.setdefault(os.path.dirname(root), set()).add(worker)         # kept: no id is reused
         return fork(worker, root, *args)
-    monkeypatch.setattr(sandbox, "_fork", recording)
+    monkeypatch.setattr(runner, "_fork", recording)
     monkeypatch.setattr(spec, "PARTS", [spec.PARTS_BY_NUMBER["1.1"], spec.PARTS_BY_NUMBER["2.1"]])
     for name in ("alice", "bob", "carol"):
         make_submission(tmp_path / "subs" / name)
@@ -287,7 +290,7 @@ def test_without_a_working_template_each_zygote_starts_its_own_python(tmp_path):
 def test_without_a_zygote_each_part_starts_its_own_python(tmp_path, monkeypatch):
     monkeypatch.setenv("MYTORCH_GRADER_ZYGOTE", "0")
     seen = set()
-    monkeypatch.setattr(sandbox, "_fork", lambda *args: seen.update(zygotes()) or None)
+    monkeypatch.setattr(runner, "_fork", lambda *args: seen.update(zygotes()) or None)
     results = grade.grade(make_submission(tmp_path / "sub"), [spec.PARTS_BY_NUMBER["1.1"]])
     assert results[0].score == results[0].part.points
     assert not seen
@@ -296,7 +299,7 @@ def test_without_a_zygote_each_part_starts_its_own_python(tmp_path, monkeypatch)
 BYTECODE_PROBE = """
 import importlib._bootstrap_external as bootstrap, importlib.util, os, sys
 import numpy as np
-from autograder import frames, zygote
+from autograder.sandbox import frames, zygote
 root, source, compiled, hashed = sys.argv[1:5]
 os.makedirs(os.path.join(root, "mytorch"))
 with open(os.path.join(root, "mytorch", "__init__.py"), "w") as f:
@@ -375,8 +378,9 @@ def test_a_zygote_started_early_is_never_used_for_a_sandbox_user(monkeypatch):
     """Should a grade under --run-as ever get a zygote started early (``early`` starts none then), that one,
     started as root before the checks of the grader modules it loads, is closed and a new one started once
     they are done."""
-    from autograder import cli
     import pwd
+
+    from autograder import cli
     closed, used = [], []
 
     class Stub:
@@ -396,8 +400,9 @@ def test_a_zygote_started_early_is_never_used_for_a_sandbox_user(monkeypatch):
 def test_under_run_as_the_graders_own_python_runs_no_zygote_before_its_checks_end(monkeypatch):
     """Without --python the zygote is the grader's own Python as root: it starts only once that Python's checks
     (still under way when the options are resolved) have passed, and not at all when they refuse."""
-    from autograder import cli
     import pwd
+
+    from autograder import cli
     started = []
 
     def refused():
@@ -423,18 +428,18 @@ def test_a_submissions_copies_of_the_solutions_files_run_the_graders_pycs_under_
     """The compile child skips a file with the same bytes as the instructor's (the grader has its pyc) and
     compiles the rest; the part's child runs those pycs under the submission's own paths, which is what a
     report names, never the solution's."""
-    from autograder import frames
+    from autograder.sandbox import frames
     probe = ("nn/gru_cell.py", "from mytorch.nn.init import uniform\n",
              "from mytorch.nn.init import uniform\n"
              "raise RuntimeError('compiled as ' + uniform.__code__.co_filename)\n")
     sub = make_submission(tmp_path / "sub", [probe])
-    known = sandbox.known_sources(grade.instructor_checkout())
+    known = runner.known_sources(grade.instructor_checkout())
     assert "mytorch/nn/init.py" in known and "mytorch/nn/gru_cell.py" in known
     reaper.become_subreaper()
     worker = zygote.Zygote()
     try:
-        _, arrays = frames.decode(sandbox.compiled(sub, zygote=worker, known=known))
-        _, solution = frames.decode(sandbox.compiled(grade.instructor_checkout(), zygote=worker, known=known))
+        _, arrays = frames.decode(runner.compiled(sub, zygote=worker, known=known))
+        _, solution = frames.decode(runner.compiled(grade.instructor_checkout(), zygote=worker, known=known))
         result, = grade.grade(sub, [spec.PARTS_BY_NUMBER["2.1"]], worker=worker)
     finally:
         worker.close()
@@ -464,8 +469,8 @@ def test_a_submission_is_handed_the_solutions_bytecode_of_no_file_it_lacks_or_ch
     """The grader sends a part's child the solution's pyc of a file only where the submission's file has the
     same bytes (the student holds that source already). Student code can read what its child holds: the pyc
     of a file the submission lacks, changed or broke would be the solution's code."""
-    from autograder import frames
-    known = sandbox.known_sources(grade.instructor_checkout())
+    from autograder.sandbox import frames
+    known = runner.known_sources(grade.instructor_checkout())
     sub = tmp_path / "sub"
     (sub / "mytorch" / "nn").mkdir(parents=True)
     (sub / "mytorch" / "__init__.py").write_text(BYTECODE_SNOOP)
@@ -474,7 +479,7 @@ def test_a_submission_is_handed_the_solutions_bytecode_of_no_file_it_lacks_or_ch
     reaper.become_subreaper()
     worker = zygote.Zygote()
     try:
-        _, arrays = frames.decode(sandbox.compiled(str(sub), zygote=worker, known=known))
+        _, arrays = frames.decode(runner.compiled(str(sub), zygote=worker, known=known))
         result, = grade.grade(str(sub), [spec.PARTS_BY_NUMBER["1.1"]], worker=worker)
     finally:
         worker.close()
@@ -514,11 +519,11 @@ def test_the_solutions_pycs_are_compiled_from_its_sources_never_taken_from_its_p
     run = subprocess.run([sys.executable, "-c", "import mytorch.functional as f; print(hasattr(f, 'FROM_THE_PYC'))"],
                          cwd=checkout, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(checkout)})
     assert run.stdout.strip() == "True", run.stderr                 # Python itself would run the planted code
-    sandbox._compiled_here.clear()
+    runner._compiled_here.clear()
     try:
-        pyc = sandbox.known_sources(str(checkout))["mytorch/functional.py"]
+        pyc = runner.known_sources(str(checkout))["mytorch/functional.py"]
     finally:
-        sandbox._compiled_here.clear()
+        runner._compiled_here.clear()
     expected = compile(source.read_bytes(), str(source), "exec", dont_inherit=True)
     assert pyc[8:16] == importlib.util.source_hash(source.read_bytes())
     assert marshal.loads(pyc[16:]).co_code == expected.co_code != marshal.loads(other).co_code
@@ -529,16 +534,16 @@ def test_the_solutions_pycs_are_compiled_from_its_sources_never_taken_from_its_p
 def known_cache(tmp_path, monkeypatch):
     """The cache of the solution's pycs in a folder of the test's own, and nothing compiled yet in this process."""
     folder = tmp_path / "grader-pycache" / "known"
-    monkeypatch.setattr(sandbox, "KNOWN_CACHE", str(folder))
-    monkeypatch.setattr(sandbox, "_compiled_here", {})
+    monkeypatch.setattr(runner, "KNOWN_CACHE", str(folder))
+    monkeypatch.setattr(runner, "_compiled_here", {})
     return folder
 
 
 def _compiles(monkeypatch):
     """Counts the files ``known_sources`` compiles from here on."""
-    compiled, real = [], sandbox._compiled_pyc
-    monkeypatch.setattr(sandbox, "_compiled_pyc", lambda path, source: compiled.append(path) or real(path, source))
-    monkeypatch.setattr(sandbox, "_compiled_here", {})
+    compiled, real = [], runner._compiled_pyc
+    monkeypatch.setattr(runner, "_compiled_pyc", lambda path, source: compiled.append(path) or real(path, source))
+    monkeypatch.setattr(runner, "_compiled_here", {})
     return compiled
 
 
@@ -549,7 +554,7 @@ def test_the_solutions_pycs_are_kept_for_the_next_run_which_compiles_nothing(tmp
     import hashlib
     import stat
     checkout = _solution_copy(tmp_path)
-    first = sandbox.known_sources(checkout)
+    first = runner.known_sources(checkout)
     sources = {hashlib.sha256((tmp_path / "checkout" / relative).read_bytes()).hexdigest(): pyc
                for relative, pyc in first.items()}
     assert len(first) > 20 and stat.S_IMODE(os.stat(known_cache).st_mode) == 0o700
@@ -557,7 +562,7 @@ def test_the_solutions_pycs_are_kept_for_the_next_run_which_compiles_nothing(tmp
     assert kept == sources                                               # each source's pyc, under its digest
     assert all(stat.S_IMODE(os.stat(known_cache / name).st_mode) == 0o600 for name in os.listdir(known_cache))
     compiled = _compiles(monkeypatch)
-    assert sandbox.known_sources(checkout) == first and compiled == []
+    assert runner.known_sources(checkout) == first and compiled == []
 
 
 def test_the_cache_and_the_bytecode_folder_it_is_in_are_made_writable_by_the_grader_alone_whatever_the_umask(
@@ -567,7 +572,7 @@ def test_the_cache_and_the_bytecode_folder_it_is_in_are_made_writable_by_the_gra
     root by the next grade)."""
     previous = os.umask(0)
     try:
-        sandbox.known_sources(_solution_copy(tmp_path))
+        runner.known_sources(_solution_copy(tmp_path))
     finally:
         os.umask(previous)
     assert oct(os.stat(known_cache.parent).st_mode & 0o777) == oct(0o755)
@@ -594,9 +599,9 @@ def test_the_solutions_pycs_keep_their_asserts_and_docstrings_whatever_the_grade
     """A child runs without -O: a grader run with -OO once must not lend, then or later, pycs with less in them."""
     import marshal
     checkout = _solution_copy(tmp_path)
-    code = ("import sys; from autograder import sandbox\n"
-            "sandbox.KNOWN_CACHE = sys.argv[2]\n"
-            "sys.stdout.buffer.write(sandbox.known_sources(sys.argv[1])['mytorch/functional.py'])")
+    code = ("import sys; from autograder.sandbox import runner\n"
+            "runner.KNOWN_CACHE = sys.argv[2]\n"
+            "sys.stdout.buffer.write(runner.known_sources(sys.argv[1])['mytorch/functional.py'])")
     run = subprocess.run([sys.executable, "-OO", "-c", code, checkout, str(tmp_path / "pycache" / "known")],
                          capture_output=True, cwd=REPO, env=dict(os.environ, PYTHONPATH=REPO))
     assert run.returncode == 0, run.stderr
@@ -621,11 +626,11 @@ def test_a_kept_pyc_is_taken_only_if_it_is_whole_and_of_those_bytes(tmp_path, mo
     """Anything else in its place (cut short by a full disk, of an older version of the file, for another
     Python) is compiled again and kept anew."""
     checkout = _solution_copy(tmp_path)
-    first = sandbox.known_sources(checkout)
+    first = runner.known_sources(checkout)
     name = next(n for n in os.listdir(known_cache) if (known_cache / n).read_bytes() == first["mytorch/functional.py"])
     (known_cache / name).write_bytes(_damaged(first["mytorch/functional.py"])[damage])
     compiled = _compiles(monkeypatch)
-    assert sandbox.known_sources(checkout) == first
+    assert runner.known_sources(checkout) == first
     assert [os.path.basename(p) for p in compiled] == ["functional.py"]
     assert (known_cache / name).read_bytes() == first["mytorch/functional.py"]
 
@@ -644,7 +649,7 @@ def test_a_cache_folder_others_could_write_or_read_is_neither_read_nor_written(t
     submission other code under the solution's name, and whoever could read it could read the solution's
     code: such a folder is left alone, every file compiled."""
     checkout = _solution_copy(tmp_path)
-    first = sandbox.known_sources(checkout)
+    first = runner.known_sources(checkout)
     if "another user's" in kind and os.geteuid() != 0:
         pytest.skip("giving a folder to another user needs root")
     if kind == "a link to a private folder":
@@ -656,7 +661,7 @@ def test_a_cache_folder_others_could_write_or_read_is_neither_read_nor_written(t
     name = listing[0]
     os.unlink(known_cache / name)
     compiled = _compiles(monkeypatch)
-    assert sandbox.known_sources(checkout) == first
+    assert runner.known_sources(checkout) == first
     assert len(compiled) == len(first)                                   # none taken from the folder
     assert sorted(os.listdir(known_cache)) == [n for n in listing if n != name]      # nor one written to it
 
@@ -667,9 +672,9 @@ def test_a_solution_the_sandbox_user_could_change_lends_no_pycs(tmp_path):
     user = pwd.struct_passwd(("mytorch-nobody-a", "x", 64001, 64001, "", "/", "/bin/false"))
     checkout = _solution_copy(tmp_path)
     os.chmod(tmp_path, 0o755)
-    assert len(sandbox.known_sources(str(checkout), user)) > 20
+    assert len(runner.known_sources(str(checkout), user)) > 20
     os.chown(checkout / "mytorch" / "nn" / "init.py", user.pw_uid, user.pw_gid)
-    assert sandbox.known_sources(str(checkout), user) == {}
+    assert runner.known_sources(str(checkout), user) == {}
 
 
 @pytest.mark.waits
@@ -680,12 +685,12 @@ def test_an_endless_loop_is_located_though_its_child_was_slow_to_start(tmp_path,
     student's line (timed from the child's start, it would have been printed after the kill). The loop sleeps,
     so that the 8 s cost no CPU."""
     name = "_fork" if forked else "_start"
-    start = getattr(sandbox, name)
+    start = getattr(runner, name)
 
     def late(*args, **kwargs):
         time.sleep(1.5)
         return start(*args, **kwargs)
-    monkeypatch.setattr(sandbox, name, late)
+    monkeypatch.setattr(runner, name, late)
     monkeypatch.setenv("MYTORCH_GRADER_ZYGOTE", "1" if forked else "0")
     sub = make_submission(tmp_path / "sub", rnn_edit("import time\nwhile True:\n    time.sleep(0.01)"))
     with open(os.path.join(sub, "mytorch", "nn", "rnn_cell.py")) as f:

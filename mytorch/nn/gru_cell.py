@@ -24,8 +24,14 @@ import numpy as np
 from mytorch import functional as F
 from mytorch.grad_mode import is_recording
 from mytorch.nn.cell import Cache, RecurrentCell
-from mytorch.nn.fast_path import (SequenceRecord, begin_backward, begin_forward, gate_rows, gates_transposed,
-                                  sum_of_products)
+from mytorch.nn.fast_path import (
+    SequenceRecord,
+    begin_backward,
+    begin_forward,
+    gate_rows,
+    gates_transposed,
+    sum_of_products,
+)
 from mytorch.nn.init import uniform
 
 GATES = ("r", "z", "n")

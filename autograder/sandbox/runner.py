@@ -29,10 +29,11 @@ import sys
 import tempfile
 import threading
 import time
+import types
 
 import numpy as np
 
-from autograder import cgroups, fairness, frames, interpreter, ipc, reaper, tree, untrusted
+from autograder.sandbox import cgroups, fairness, frames, interpreter, ipc, reaper, tree, untrusted
 
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")
 OUTPUT_LIMIT = 1 << 20          # what a child may print, and the size of any file it writes: 1 MiB
@@ -92,6 +93,38 @@ def hide(folders):
     A folder inside another (the report in the class folder) is hidden with it."""
     folders = set(_hidden) | set(folders)
     _hidden[:] = sorted(f for f in folders if not any(interpreter.within(f, g) for g in folders if g != f))
+
+
+_can_hide = []                   # [True or False], once known
+
+
+def can_hide():
+    """True when ``ipc.hide`` works here (as root, where the kernel lets this process make a mount namespace and
+    mount a tmpfs in it), unless MYTORCH_GRADER_MOUNT_NAMESPACE=0: tried once, in a child over a folder of its
+    own."""
+    if not _can_hide:
+        works = False
+        if ipc._libc is not None and os.geteuid() == 0 and os.environ.get("MYTORCH_GRADER_MOUNT_NAMESPACE", "1") != "0":
+            folder = tempfile.mkdtemp(prefix="mytorch-hide-")
+            try:
+                with open(os.path.join(folder, "seen"), "w"):
+                    pass
+                child = reaper.spawn(lambda: types.SimpleNamespace(pid=os.fork()))   # no part's end kills it
+                if child.pid == 0:
+                    try:
+                        os._exit(0 if ipc.hide([folder]) and not os.listdir(folder) else 1)
+                    finally:                          # whatever it raised, the copy of the grader goes no further
+                        os._exit(1)
+                try:
+                    works = os.waitstatus_to_exitcode(os.waitpid(child.pid, 0)[1]) == 0
+                finally:
+                    reaper.reaped(child)
+            finally:
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join(folder, "seen"))
+                os.rmdir(folder)
+        _can_hide.append(works)
+    return _can_hide[0]
 
 
 def _hidden_from(user):
@@ -346,7 +379,7 @@ def known_sources(checkout, user=None):
     if not os.path.isfile(os.path.join(package, "__init__.py")):
         return {}
     if user is not None:
-        from autograder import isolation
+        from autograder.sandbox import isolation
         if isolation.writable_by([package], user):
             return {}
     found = {}

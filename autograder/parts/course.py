@@ -27,16 +27,16 @@ import dataclasses
 import os
 import sys
 
-from autograder import spec
+from autograder.parts import spec
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:                                                    # setup.py installs tomli there
     import tomli as tomllib
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-BUILT = os.path.join(HERE, "course.toml")                # a handout's resolved copy
-ROOT = os.path.join(os.path.dirname(HERE), "course.toml")
+GRADER = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))       # the autograder package
+BUILT = os.path.join(GRADER, "course.toml")              # a handout's resolved copy
+ROOT = os.path.join(os.path.dirname(GRADER), "course.toml")
 DEFAULT_TITLE = "Recurrent networks by hand"
 DEFAULT_SEED = 11785
 VISIBILITIES = ("visible", "after_due_date", "after_published", "hidden")
@@ -127,7 +127,7 @@ def default_path():
 def data_seed():
     """The seed the grader's reference data was drawn from (what a grader copied without a course file grades
     with), or the default seed if the data cannot say."""
-    from autograder import data
+    from autograder.parts import data
     try:
         seed = data.read_manifest()["seed"]
     except (data.ReferenceDataError, KeyError, TypeError):

@@ -116,41 +116,6 @@ def hide(paths):
                for path in paths)
 
 
-_can_hide = []                   # [True or False], once known
-
-
-def can_hide():
-    """True when ``hide`` works here (as root, where the kernel lets this process make a mount namespace and
-    mount a tmpfs in it), unless MYTORCH_GRADER_MOUNT_NAMESPACE=0: tried once, in a child over a folder of its
-    own."""
-    if not _can_hide:
-        import tempfile
-        import types
-        works = False
-        if _libc is not None and os.geteuid() == 0 and os.environ.get("MYTORCH_GRADER_MOUNT_NAMESPACE", "1") != "0":
-            folder = tempfile.mkdtemp(prefix="mytorch-hide-")
-            try:
-                with open(os.path.join(folder, "seen"), "w"):
-                    pass
-                from autograder import reaper         # (reaper imports this module)
-                child = reaper.spawn(lambda: types.SimpleNamespace(pid=os.fork()))   # no part's end kills it
-                if child.pid == 0:
-                    try:
-                        os._exit(0 if hide([folder]) and not os.listdir(folder) else 1)
-                    finally:                          # whatever it raised, the copy of the grader goes no further
-                        os._exit(1)
-                try:
-                    works = os.waitstatus_to_exitcode(os.waitpid(child.pid, 0)[1]) == 0
-                finally:
-                    reaper.reaped(child)
-            finally:
-                with contextlib.suppress(OSError):
-                    os.unlink(os.path.join(folder, "seen"))
-                os.rmdir(folder)
-        _can_hide.append(works)
-    return _can_hide[0]
-
-
 def _objects(kind):
     """[(id, owner uid, creator uid)] of the System V objects of ``kind`` (shm, sem, msg) in our namespace."""
     try:

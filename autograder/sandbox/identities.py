@@ -10,7 +10,7 @@ submission while it is graded:
                                 no home and no login shell, and deletes them when the batch ends
 
 When a lease ends, every process of the user is killed and everything it left (IPC objects, files in the
-shared temporary folders) is removed (``sandbox.clear_user``) before another submission gets the user.
+shared temporary folders) is removed (``runner.clear_user``) before another submission gets the user.
 """
 import contextlib
 import pwd
@@ -19,7 +19,7 @@ import re
 import secrets
 import subprocess
 
-from autograder import reaper, sandbox
+from autograder.sandbox import reaper, runner
 
 NAME = re.compile(r"[a-z_][a-z0-9_-]{0,20}\Z")          # a prefix useradd accepts, leaving room for the suffix
 
@@ -54,13 +54,13 @@ class Pool:
         try:
             yield user
         finally:
-            sandbox.clear_user(user)
+            runner.clear_user(user)
             self._free.put(user)
 
     def close(self):
         """Clear every user and delete the ones this pool made."""
         for user in self.users:
-            sandbox.clear_user(user)
+            runner.clear_user(user)
         for user in self.made:
             reaper.run([reaper.tool("userdel") or "/usr/sbin/userdel", user.pw_name], stdin=subprocess.DEVNULL, capture_output=True)
             reaper.run([reaper.tool("groupdel") or "/usr/sbin/groupdel", user.pw_name], stdin=subprocess.DEVNULL, capture_output=True)

@@ -18,7 +18,7 @@ import dataclasses
 import os
 import stat
 
-from autograder import archive, untrusted
+from autograder.sandbox import archive, untrusted
 
 ARCHIVES = (".tar", ".tar.gz", ".tgz", ".zip")
 LISTED = 5                       # names shown when saying what a folder holds instead

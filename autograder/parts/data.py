@@ -1,7 +1,7 @@
 """The reference data: one compressed ``.npz`` per part under ``autograder/data/``, and a manifest of sha256 sums.
 
-The same sums are also compiled into the grader as ``autograder/reference_hashes.py`` (written with the
-manifest by ``python -m autograder.generate``). A file is used only if its sha256 matches both, so rewriting
+The same sums are also compiled into the grader as ``autograder/parts/reference_hashes.py`` (written with the
+manifest by ``python -m autograder generate``). A file is used only if its sha256 matches both, so rewriting
 the data and the manifest together (which someone able to write ``data/`` could do) is still caught.
 
 A part's file holds, for case k: ``k:in:NAME`` (inputs), ``k:out:NAME`` (expected outputs) and
@@ -25,12 +25,12 @@ import zlib
 
 import numpy as np
 
-DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+DATA_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
 MANIFEST = "manifest.json"
 HASHES_MODULE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "reference_hashes.py")
 
 try:                                    # imported with the grader, before any student code runs
-    from autograder.reference_hashes import FILES as COMPILED_HASHES
+    from autograder.parts.reference_hashes import FILES as COMPILED_HASHES
 except ImportError:
     COMPILED_HASHES = None
 
@@ -80,7 +80,7 @@ def read_manifest(data_dir=DATA_DIR):
         manifest["files"].items()
     except FileNotFoundError:
         raise ReferenceDataError(f"the reference data manifest {path} is missing: restore autograder/data/ "
-                                 "from the handout (instructors: python -m autograder.generate)") from None
+                                 "from the handout (instructors: python -m autograder generate)") from None
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         raise ReferenceDataError(f"the reference data manifest {path} is damaged: restore it from the handout") from None
     return manifest
@@ -106,7 +106,7 @@ def load_part(part_number, data_dir=DATA_DIR, manifest=None):
                                  "the manifest): restore it from the handout")
     if data_dir == DATA_DIR and (COMPILED_HASHES or {}).get(name) != digest:
         raise ReferenceDataError(f"the reference data file {path} does not match the sha256 compiled into the "
-                                 "grader (autograder/reference_hashes.py): restore autograder/ from the handout")
+                                 "grader (autograder/parts/reference_hashes.py): restore autograder/ from the handout")
     try:
         return _read(content)
     except Exception as error:
@@ -119,18 +119,18 @@ def check_against_spec(part, part_data, cases):
     configs = [json.loads(json.dumps(config)) for config, _ in cases]
     if len(part_data.configs) != len(configs):
         raise ReferenceDataError(f"the reference data of part {part.number} holds {len(part_data.configs)} cases "
-                                 f"but the spec has {len(configs)}: regenerate it (python -m autograder.generate)")
+                                 f"but the spec has {len(configs)}: regenerate it (python -m autograder generate)")
     for k, (stored, spec_config) in enumerate(zip(part_data.configs, configs)):
         if stored != spec_config:
             raise ReferenceDataError(f"the reference data of part {part.number}, case {k + 1}, is not the spec's "
-                                     "case: regenerate it (python -m autograder.generate)")
+                                     "case: regenerate it (python -m autograder generate)")
 
 
 def check_seed(manifest, seed):
     """A ``ReferenceDataError`` unless the manifest says the data was drawn from ``seed`` (the course's)."""
     if manifest.get("seed") != seed:
         raise ReferenceDataError(f"the reference data was drawn from seed {manifest.get('seed')!r} but the course "
-                                 f"says seed {seed}: regenerate it (python -m autograder.generate)")
+                                 f"says seed {seed}: regenerate it (python -m autograder generate)")
 
 
 # the header ``np.save`` writes for a plain array; anything else goes through NumPy's own reader
@@ -280,11 +280,11 @@ def write_manifest(seed, part_numbers, data_dir=DATA_DIR):
     """The manifest and, for the grader's own data, the same sums as ``reference_hashes.py``."""
     files = {file_name(n): sha256(os.path.join(data_dir, file_name(n))) for n in part_numbers}
     with open(os.path.join(data_dir, MANIFEST), "w") as f:
-        json.dump({"seed": seed, "generator": "python -m autograder.generate", "files": files}, f, indent=1)
+        json.dump({"seed": seed, "generator": "python -m autograder generate", "files": files}, f, indent=1)
         f.write("\n")
     if data_dir == DATA_DIR:
         lines = [f"    {name!r}: {digest!r},\n" for name, digest in sorted(files.items())]
         with open(HASHES_MODULE, "w") as f:
-            f.write('"""The sha256 of every reference data file, written by python -m autograder.generate with '
+            f.write('"""The sha256 of every reference data file, written by python -m autograder generate with '
                     'data/manifest.json.\n\nThe grader checks the data against these too, so the data and its '
                     'manifest cannot be rewritten together unnoticed."""\nFILES = {\n' + "".join(lines) + "}\n")

@@ -264,7 +264,7 @@ def _worker():
         spec = importlib.util.spec_from_file_location("__worker__", WORKER)
         worker = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(worker)
-        for name in ("driver", "frames", "tracing", "ipc", "cgroups"):
+        for name in worker.CHILD_CODE:
             worker._load(name)
         _WORKER.append(worker)
     return _WORKER[0]
@@ -287,6 +287,7 @@ def _compile_sources(root, request, response):
     grader has its pyc, and sends it on for that file alone)."""
     import importlib._bootstrap_external as bootstrap
     import importlib.util
+
     import numpy as np
     known = _known_hashes(request)
     arrays, total, todo = {}, 0, [("mytorch", 0)]
@@ -360,9 +361,11 @@ def _read_bytecode(fd, root):
 
 def zygote_main(control_fd, role="zygote"):
     _libc().prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)           # before anything else: no one traces or reads it
-    import numpy                                          # noqa: F401  (the point of it all)
-    import numpy.random                                   # noqa: F401  (imported on first use: 10 ms a part)
-    import faulthandler, importlib.util, json, linecache, marshal, resource, traceback, warnings  # noqa: E401,F401,F811
+    import faulthandler  # noqa: E401,F401,F811
+    import json
+
+    import numpy  # noqa: F401  (the point of it all)
+    import numpy.random  # noqa: F401  (imported on first use: 10 ms a part)
     _worker()
     import gc
     gc.freeze()                                           # the children's collections leave these pages shared
@@ -387,7 +390,7 @@ class Child:
     ended: its part must be graded again."""
 
     def __init__(self, generation, pid):
-        from autograder import reaper
+        from autograder.sandbox import reaper
         self.generation, self.pid, self.returncode, self.lost = generation, pid, None, False
         self.cpu_seconds = None          # the CPU time it used, once it ended (None if that could not be read)
         self.started = reaper.start_time(pid)      # its zygote reaps it only when told, so it is still there
@@ -426,7 +429,8 @@ class _Generation:
     def __init__(self, python, template=None, role="zygote"):
         import subprocess
         import threading
-        from autograder import reaper
+
+        from autograder.sandbox import reaper
         self.event = threading.Condition()
         self.started, self.exits, self.next_id = {}, {}, 0
         self.alive, self.ready, self.failure, self.proc, self.control = False, False, "", None, None
@@ -492,7 +496,7 @@ class _Generation:
             code = self.exits.pop(pid, None)
         if code is None:
             return None
-        from autograder import reaper
+        from autograder.sandbox import reaper
         used = reaper.cpu_seconds(pid)
         if self.alive:
             self.send({"op": "reap", "pid": pid})
@@ -521,7 +525,7 @@ class _Generation:
             return self.started.pop(ident)
 
     def end(self):
-        from autograder import reaper
+        from autograder.sandbox import reaper
         self.lose(self.failure or "it was closed")
         if self.proc is not None:
             reaper.end(self.proc)

@@ -10,7 +10,7 @@ import dataclasses
 import os
 import re
 
-from autograder import compare, places
+from autograder.diagnosis import compare, places
 
 
 @dataclasses.dataclass(frozen=True)
@@ -373,7 +373,7 @@ def _assigned(path, source, parameter, parts):
 def _assigned_everywhere():
     """`=` for `+=`, for every parameter of every cell: the cell's multi-step case shows the last step's
     gradient alone, the sequence layer's the zeros of an array it no longer shares."""
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))      # the checkout
     found = []
     for path, cell, layer in ((RNN, "1.2", "6.1"), (GRU, "2.2", "6.2"), (GB, "3.2", "6.3"), (GMU, "4.2", "6.4"),
                               (TGRU, "5.2", "6.5"), (LSTM, "7.2", "7.3")):

@@ -2,7 +2,7 @@
 
 The grader re-runs the first failing case of a part in a fresh child with tracing on (``tracing``): every
 value the submission's own frames assign comes back, with its file:line. The reference trace is the same
-record of the solution on the same case (stored with the reference data by ``python -m autograder.generate``,
+record of the solution on the same case (stored with the reference data by ``python -m autograder generate``,
 or, with a fresh seed, computed by the solution's child when asked). Each reference record is a named quantity
 q with the records it reads, in computation order.
 
@@ -41,7 +41,8 @@ import re
 
 import numpy as np
 
-from autograder import compare, sandbox, untrusted
+from autograder.diagnosis import compare
+from autograder.sandbox import runner, untrusted
 
 RTOL, ATOL = compare.RTOL, compare.ATOL      # one tolerance for judging and for diagnosing
 RECORD_LIMIT = 5000              # records accepted from one trace
@@ -127,8 +128,8 @@ class Trace:
 
 def trace_case(root, config, inputs, timeout=20.0, memory_mb=1024, user=None, python=None, **child):
     """Run one case of the mytorch in ``root`` with tracing on: ``(Trace, outcome)``, or None. ``child``: how
-    the child starts (``zygote``, ``bytecode``: see ``sandbox.run_child``)."""
-    outcome = sandbox.run_child(root, [dict(config, trace=True)], [inputs], timeout=timeout, memory_mb=memory_mb,
+    the child starts (``zygote``, ``bytecode``: see ``runner.run_child``)."""
+    outcome = runner.run_child(root, [dict(config, trace=True)], [inputs], timeout=timeout, memory_mb=memory_mb,
                                 user=user, python=python, **child)
     if outcome.failure or not outcome.reports:
         return None

@@ -4,8 +4,9 @@
 
 Started by the grading process with resource limits; nothing here is trusted by it. The request (configs
 and inputs) is read from the pipe REQUEST_FD before any student code runs; the response (per-case reports
-and arrays) is one ``frames`` message written to the pipe RESPONSE_FD. ``driver.py`` and ``frames.py`` are
-loaded from beside this file by path, so the only directory added to ``sys.path`` is ROOT.
+and arrays) is one ``frames`` message written to the pipe RESPONSE_FD. The grader modules the child runs
+(``CHILD_CODE``: the part driver, the message format, the tracer) are loaded from the grader's folder by path,
+so the only directory added to ``sys.path`` is ROOT.
 
 Before any student code runs the worker makes itself non-dumpable: no other process of the same user (another
 part, or anything a submission left running) may trace it, read or write its memory through
@@ -18,15 +19,18 @@ import os
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-
+GRADER = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))       # the autograder package
+# the grader modules a child runs, by the package each lives in: plain code and tables, loaded by path before any
+# student code (``import autograder`` would search the submission's folder first)
+CHILD_CODE = {"driver": "parts", "frames": "sandbox", "tracing": "diagnosis", "ipc": "sandbox", "cgroups": "sandbox"}
 
 _loaded = {}                     # name -> module: a zygote loads them once, before forking each part's child
 
 
 def _load(name):
     if name not in _loaded:
-        spec = importlib.util.spec_from_file_location(f"_autograder_{name}", os.path.join(HERE, f"{name}.py"))
+        spec = importlib.util.spec_from_file_location(f"_autograder_{name}",
+                                                      os.path.join(GRADER, CHILD_CODE[name], f"{name}.py"))
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         _loaded[name] = module

@@ -22,8 +22,11 @@ import sys
 import tempfile
 import traceback
 
-from autograder import archive, cli, course, data, isolation, report, spec, tree, untrusted
+from autograder import cli
+from autograder.diagnosis import report
 from autograder.grade import PartResult
+from autograder.parts import course, data, spec
+from autograder.sandbox import archive, isolation, tree, untrusted
 
 STUDENT = "student"              # the user setup.sh makes, unless MYTORCH_GRADESCOPE_USER names another
 ARCHIVES = 5                     # archives unpacked from one submission

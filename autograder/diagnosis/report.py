@@ -16,7 +16,7 @@ import tempfile
 import textwrap
 import threading
 
-from autograder import spec
+from autograder.parts import spec
 
 # what a character becomes on a stream whose encoding lacks it
 ASCII = {"σ": "sigma", "⊙": "*", "∘": "*", "─": "-", "✗": "x", "…": "...", "ᵀ": "^T", "−": "-",
@@ -181,7 +181,7 @@ def gradescope(results, seconds, settings=None, notes=(), extra=None):
     test visible, Markdown), a ``tags`` entry naming its section and ``extra_data`` with its status and the hints
     that fired. ``notes``: problems for the course staff alone (a missing ``student`` user, a fallback), kept in
     the top-level ``extra_data``, which students never see. ``extra``: more top-level ``extra_data``."""
-    from autograder.course import Gradescope
+    from autograder.parts.course import Gradescope
     settings = settings or Gradescope()
     fmt = settings.output_format
     score, maximum = total(results)

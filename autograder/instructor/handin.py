@@ -11,8 +11,10 @@ import os
 import sys
 import tarfile
 
-from autograder import grade, report, tree
+from autograder import grade
 from autograder.cli import default_submission, graded_elsewhere
+from autograder.diagnosis import report
+from autograder.sandbox import tree
 
 
 def files_to_hand_in(root):

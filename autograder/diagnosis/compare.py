@@ -23,7 +23,7 @@ import re
 
 import numpy as np
 
-from autograder import places
+from autograder.diagnosis import places
 
 RTOL, ATOL = 1e-6, 1e-8
 

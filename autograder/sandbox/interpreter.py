@@ -26,7 +26,7 @@ import subprocess
 import sys
 import sysconfig
 
-from autograder import isolation, reaper, tree
+from autograder.sandbox import isolation, reaper, tree
 
 REPORT = ("import json, sys; print(json.dumps([sys.prefix, sys.exec_prefix, sys.base_prefix, "
           "sys.base_exec_prefix] + [p for p in sys.path if p]))")
@@ -208,7 +208,7 @@ def own_places(path=None, modules=None, maps="/proc/self/maps"):
     path = sys.path if path is None else path
     modules = dict(sys.modules if modules is None else modules)
     shallow = {os.path.abspath(p or os.curdir) for p in path if isinstance(p, str)}   # missing: who may make it
-    deep = {os.path.dirname(os.path.abspath(__file__))}
+    deep = {os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}      # the grader's own package, whole
     if sys.pycache_prefix:                                # PYTHONPYCACHEPREFIX: where its imports' pycs are read
         deep.add(os.path.abspath(sys.pycache_prefix))
     for stdlib in stdlibs:

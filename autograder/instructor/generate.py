@@ -1,7 +1,7 @@
 """Instructor only: build the reference data from fixed seeds with the solution in this repository.
 
-    python -m autograder.generate            # write autograder/data/*.npz and manifest.json
-    python -m autograder.generate --check    # recompute and compare with what is stored (exit 1 if not equal)
+    python -m autograder generate            # write autograder/data/*.npz and manifest.json
+    python -m autograder generate --check    # recompute and compare with what is stored (exit 1 if not equal)
 
 The seed is the course's (``seed`` in course.toml's ``[assignment]``): the grader refuses data drawn from any
 other, so to change it, change it there and run this again. Every part of every section is generated (a
@@ -23,15 +23,17 @@ import tempfile
 
 import numpy as np
 
-from autograder import compare, course, data, diagnosis, sandbox, spec, zygote
+from autograder.diagnosis import compare, matching
+from autograder.parts import course, data, spec
+from autograder.sandbox import runner, zygote
 
 SEED = course.DEFAULT_SEED
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def run_solution(root, part, configs, inputs, worker=None):
     """Outputs per case of the mytorch in ``root``; None for a case that raised (a mistake may crash)."""
-    outcome = sandbox.run_child(root, configs, inputs, timeout=60, zygote=worker)
+    outcome = runner.run_child(root, configs, inputs, timeout=60, zygote=worker)
     if outcome.failure:
         raise RuntimeError(f"part {part.number}: the code in {root} {outcome.failure}\n{outcome.output}")
     return [None if r["status"] != "ok" else {name: a for (case, name), a in outcome.arrays.items() if case == k}
@@ -69,10 +71,10 @@ def reference_trace(config, inputs, workers=(None, None)):
     """(meta, values) of the solution's trace of one case (see ``tracing.Trace.pack``), traced twice, by a child
     of each of two ``workers`` (zygotes, or None: a new Python each; two processes, so that their NumPy was
     seeded apart): a value that differs between the runs (random initial parameters) is no reference."""
-    runs = [diagnosis.trace_case(REPO, config, inputs, timeout=60, zygote=worker) for worker in workers]
+    runs = [matching.trace_case(REPO, config, inputs, timeout=60, zygote=worker) for worker in workers]
     if None in runs:
         raise RuntimeError(f"part {config.get('part')}: the solution could not be traced")
-    trace = diagnosis.stable(runs[0][0], runs[1][0])
+    trace = matching.stable(runs[0][0], runs[1][0])
     records = [[r.name, r.file, r.line, r.frame, r.function, list(r.reads), list(r.value.shape)]
                for r in trace.records]
     callers = {str(f): [c, file, line] for f, (c, file, line, _) in trace.callers.items()}
@@ -84,7 +86,7 @@ def reference_trace(config, inputs, workers=(None, None)):
 def build_part(part, seed, with_hints=True, with_traces=True, workers=(None, None)):
     """(configs, inputs, expected, variants, hints, traces) for one part (traces None without ``with_traces``);
     ``workers``: two zygotes (``zygote.running``; a child then costs a fork, not a Python start) or None."""
-    from autograder import mistakes                               # instructor-only module
+    from autograder.diagnosis import mistakes  # instructor-only module
 
     cases = spec.make_cases(part, seed)
     configs, inputs = [c for c, _ in cases], [i for _, i in cases]
@@ -160,7 +162,7 @@ def _check_part(part, seed, manifest, workers):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m autograder.generate", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m autograder generate", description=__doc__.split("\n\n")[0])
     parser.add_argument("--seed", type=int, default=None,
                         help="the course's seed (course.toml); any other is refused, since the grader would be")
     parser.add_argument("--check", action="store_true", help="compare a fresh computation with the stored data")

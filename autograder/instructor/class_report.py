@@ -26,7 +26,9 @@ import secrets
 import stat
 import statistics
 
-from autograder import report, untrusted
+from autograder import PACKAGES
+from autograder.diagnosis import report
+from autograder.sandbox import untrusted
 
 FEEDBACK = "feedback"
 READ_LIMIT = 4 << 20             # bytes of one feedback file read back when resuming
@@ -37,8 +39,8 @@ ALL_RAISED = re.compile(r"0 of (\d+) cases passed\nall \1 cases: (.*)")      # a
 def grader_key(course, seed):
     """What decides a submission's grade besides its code: this grader's files, its data, the course, the seed."""
     digest = hashlib.sha256()
-    here = os.path.dirname(os.path.abspath(__file__))
-    for folder in (here, os.path.join(here, "data")):
+    grader = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for folder in (grader, *(os.path.join(grader, name) for name in (*PACKAGES, "data"))):
         for name in sorted(os.listdir(folder)):
             path = os.path.join(folder, name)
             if name.endswith((".py", ".json", ".npz", ".toml")) and os.path.isfile(path):

@@ -17,17 +17,16 @@ import warnings
 import numpy as np
 
 
-
-def _beside(name):
-    """A grader module next to this file, loaded by path (as worker.py loads this one: before student code)."""
-    spec = importlib.util.spec_from_file_location(f"_autograder_{name}",
-                                                  os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py"))
+def _grader_module(package, name):
+    """A module of the grader's, loaded by path (as the child's worker loads this one: before student code)."""
+    grader = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    spec = importlib.util.spec_from_file_location(f"_autograder_{name}", os.path.join(grader, package, f"{name}.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-places = _beside("places")          # where a student's BPTT decides what a recognised mistake changes
+places = _grader_module("diagnosis", "places")          # where a student's BPTT decides what a recognised mistake changes
 
 COURSE = ("Wrx", "Wzx", "Wnx", "Wrh", "Wzh", "Wnh", "brx", "bzx", "bnx", "brh", "bzh", "bnh")
 

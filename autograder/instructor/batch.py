@@ -34,8 +34,10 @@ import textwrap
 import threading
 import time
 
-from autograder import (class_report, cli, fairness, grade, identities, isolation, reaper, report, sandbox, submissions,
-                        tree, untrusted, zygote)
+from autograder import cli, grade
+from autograder.diagnosis import report
+from autograder.instructor import class_report, submissions
+from autograder.sandbox import fairness, identities, isolation, reaper, runner, tree, untrusted, zygote
 
 STATE = ".batch.json"            # in REPORT: the seed a --fresh-seed batch drew, for a resumed run
 
@@ -126,7 +128,7 @@ def sandbox_users(parser, value, jobs, python, solution=None, hidden=()):
                             "the solution, which runs as root")
         cli.hide_from_users(parser, users.users, cli.instructor_places(solution, [], python) + list(hidden))
         for user in users.users:                          # what an earlier run left (the checks killed its processes)
-            sandbox.clear_user(user)
+            runner.clear_user(user)
     except BaseException:
         users.close()
         raise

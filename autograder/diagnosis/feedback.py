@@ -16,8 +16,11 @@ import re
 
 import numpy as np
 
-from autograder import compare, places, spec, untrusted
-from autograder.driver import PROVIDED_FILES, PROVIDED_FUNCTIONS     # plain tables; imported now, never after
+from autograder.diagnosis import compare, places
+from autograder.parts import spec
+from autograder.parts.driver import PROVIDED_FILES, PROVIDED_FUNCTIONS  # plain tables; imported now, never after
+from autograder.sandbox import untrusted
+
                                                                     # student code has run (it may edit the file)
 
 MAX_TEXT = 2000                  # characters kept of any one string the child sent

@@ -16,7 +16,7 @@ import stat
 import struct
 import subprocess
 
-from autograder import reaper, tree
+from autograder.sandbox import reaper, tree
 
 COPY_BYTES = 64 << 20            # one submission's mytorch package
 COPY_FILES = 5000
@@ -214,7 +214,7 @@ def _found_by_find(folders, uids):
 
 def grader_inside(folder):
     """True if this grading code lives inside ``folder`` (it would be a submission's own grader)."""
-    here = os.path.realpath(os.path.dirname(os.path.abspath(__file__)))
+    here = os.path.realpath(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))     # the autograder package
     folder = os.path.realpath(folder)
     return here == folder or here.startswith(folder + os.sep)
 

@@ -22,7 +22,7 @@ import tempfile
 import threading
 import time
 
-from autograder import ipc
+from autograder.sandbox import ipc
 
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36

@@ -28,7 +28,7 @@ import contextlib
 import os
 import threading
 
-from autograder import reaper
+from autograder.sandbox import reaper
 
 ALONE_LIMITS = 1                 # part limits a submission may spend graded again alone, in all
 

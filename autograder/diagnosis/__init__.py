@@ -1,0 +1,13 @@
+"""What a failing part is told: every comparison, the hunt for the first wrong value, hints, the report.
+
+Imports only ``autograder.parts`` and ``autograder.sandbox``. Everything here runs in the grading process on
+plain data a child sent (untrusted and bounded), except ``tracing``, which the child loads by path.
+
+    compare    one returned array against its reference: type, dtype, shape, values, and a hint
+    tracing    in the child: the values the submission's own lines assign, recorded with file:line
+    matching   the student's trace against the reference's: the first wrong quantity and its line
+    places     where in a student's sequence layer a recognised BPTT mistake lives
+    mistakes   the catalogue of realistic mistakes (instructor only: it holds the solution's lines)
+    feedback   a child's outcome turned into a part's score and message
+    report     the score table, the console it is printed on, and the results files
+"""

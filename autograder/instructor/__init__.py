@@ -1,0 +1,11 @@
+"""The instructor's side: a class, the platforms it is graded on, and the data the grader checks against.
+
+Imports the grading core (``autograder.grade``, ``autograder.cli``) and every package below it.
+
+    batch         python -m autograder batch: a class folder graded in parallel, feedback and a class report
+    submissions   what a class folder holds, one submission each, and where its ``mytorch`` is
+    class_report  what a batch leaves for the instructor: feedback files, report.md, gradebook.csv
+    gradescope    Gradescope's entry: /autograder/submission graded into results.json
+    handin        python -m autograder handin: the student's tar, graded locally first
+    generate      python -m autograder generate: the reference data from the solution (instructor only)
+"""
