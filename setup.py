@@ -14,7 +14,8 @@ setup(
                   "handout": ["assignment/*.md", "student/*", "gradescope/*", "site_pages/*"]},
     install_requires=["numpy>=1.22", "matplotlib>=3.5", 'tomli>=1.1; python_version < "3.11"'],
     extras_require={
-        "test": ["pytest>=7", "pytest-xdist>=3", "nbclient>=0.7", "nbformat>=5.7", "ipykernel>=6", "playwright>=1.40"],
+        "test": ["pytest>=7", "pytest-xdist>=3", "nbclient>=0.7", "nbformat>=5.7", "ipykernel>=6", "playwright>=1.40",
+                 "ruff>=0.6"],
         # python -m handout site: Sphinx with myst-nb, the Furo theme, jupyter-cache for executed notebooks,
         # and MathJax 3's own distribution packaged for pip (copied into the site; no CDN at view time)
         "site": ["sphinx>=7", "myst-nb>=1.1", "furo>=2024.1", "jupyter-cache>=1.0", "nbclient>=0.7",

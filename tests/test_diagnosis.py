@@ -501,6 +501,7 @@ WORKERS = 2
 
 
 @pytest.mark.mutants
+@pytest.mark.slow
 def test_generic_mutants_are_traced_to_their_line_and_quantity(tmp_path):
     """AST mutants of every graded solution line (tests/mutants.py), graded in WORKERS processes through the
     grader's own entry, judge, tracer and diagnosis. Of those that lose points, at least 90% must get a report

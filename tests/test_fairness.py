@@ -17,6 +17,8 @@ from autograder.parts import spec
 from autograder.sandbox import fairness, reaper, runner
 from tests.graderkit import REPO, make_grader_copy, make_submission
 
+pytestmark = pytest.mark.slow                  # starves parts of CPU and waits out their timeouts
+
 SPIN = "while True:\n    pass\n"
 
 

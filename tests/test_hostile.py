@@ -18,6 +18,8 @@ from tests.graderkit import (
     run_cli,
 )
 
+pytestmark = pytest.mark.slow                  # hostile submissions and grader copies, each graded whole
+
 FULL_1_1_AND_2_1 = spec.PARTS_BY_NUMBER["1.1"].points + spec.PARTS_BY_NUMBER["2.1"].points
 
 

@@ -5,6 +5,8 @@ import os
 
 import pytest
 
+pytestmark = pytest.mark.slow                  # runs every notebook top to bottom in a fresh kernel
+
 nbformat = pytest.importorskip("nbformat", reason="the test extras (pip install -e '.[test]') run the notebooks")
 nbclient = pytest.importorskip("nbclient")
 

@@ -28,6 +28,8 @@ from autograder.sandbox import interpreter, ipc, reaper, tree
 from tests import securitykit as kit
 from tests.graderkit import REPO, TWO_SECTIONS, at_top_of_forward, check_gradescope, make_grader_copy, make_submission
 
+pytestmark = pytest.mark.slow                  # grades as sandbox users it makes: attack campaigns, users and Pythons made per test
+
 SECRET_TEXT = "ROOT-ONLY-51d0e2"
 RUN_AS_ATTACKS = ["honest broken", "FIFO in place of every reachable file",
                   "symlink to a secret in place of every reachable file", "every inherited fd written to",

@@ -17,6 +17,8 @@ from autograder.sandbox import frames, untrusted
 from tests import securitykit as kit
 from tests.graderkit import check_gradescope, make_grader_copy
 
+pytestmark = pytest.mark.slow                  # a campaign of hostile submissions, each graded whole
+
 SECRET_TEXT = "TOP-SECRET-7f3a9c"
 
 

@@ -21,6 +21,8 @@ import pytest
 
 from handout.build import BuildError
 
+pytestmark = pytest.mark.slow                  # builds the course site and drives it in a headless browser
+
 ON_CI = os.environ.get("CI") == "true"
 SITE_PACKAGES = ("sphinx", "myst_nb", "furo", "mathjax", "jupyter_cache", "nbclient", "ipykernel")
 BROWSER_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
