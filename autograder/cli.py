@@ -282,8 +282,8 @@ def instructor_places(solution, graded, python):
                     places.append((place, f"a folder of the instructor's checkout {top}"))
     # of the grader's own package: its instructor-only modules, and the bytecode of every module (theirs
     # included, whenever it is written: a child loads the grader's modules from their sources then) with the
-    # solution's pycs the grade keeps there (runner.KNOWN_CACHE): the folder is made now if missing, so
-    # that it is hidden and checked even if only this run writes it
+    # solution's pycs the grade keeps there (runner.KNOWN_CACHE): each package's folder is made now if
+    # missing, so that it is hidden and checked even if only this run writes it
     bytecode = [os.path.join(folder, "__pycache__") for folder in ("", *autograder.PACKAGES)]
     for folder in bytecode:
         with contextlib.suppress(OSError):

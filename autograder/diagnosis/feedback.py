@@ -321,7 +321,7 @@ def judge_part(part, part_data, outcome, verbose=False, diagnose=None):
     """``(score, status, output, hints)`` of one part from the child's outcome (``hints``: the output's hints as
     the class report counts them, the grader's texts alone: a line of the output that only looks like one, in
     the student's own error or printout, is not one). ``diagnose(k, wrong)``: lines that say where case k first
-    goes wrong (``diagnosis``), asked for the first case whose values differ.
+    goes wrong (``matching``), asked for the first case whose values differ.
 
     What the student's code printed is kept out of the way, but not lost: ``verbose`` shows its last lines, and
     a part that loses points says it printed (a student debugging with print looks for it)."""

@@ -12,7 +12,7 @@ the students' code runs in, on this repository's solution. For every known mista
 (``mistakes.HINTED``), the solution is copied with that mistake applied and run too; where its outputs
 differ from the solution's, they are stored, so the grader can recognise the mistake in a student's arrays.
 Every case is also run once more with tracing on, and the solution's named quantities (``tracing``) are
-stored as the case's reference trace, which ``diagnosis`` matches a failing student's values against.
+stored as the case's reference trace, which ``matching`` matches a failing student's values against.
 Not shipped in the student handout.
 """
 import argparse

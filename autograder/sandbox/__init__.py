@@ -1,7 +1,13 @@
 """The sandbox: everything that runs, confines or cleans up after student code. The security boundary.
 
-Its threat model and what each module defends against are in README.md beside this file. It imports nothing
-of the grader's outside this package: the rest of the grader calls it, never the other way.
+The threat: a submission controls its child completely (it may fork, call setsid, fill memory or disk, send
+forged messages, leave links and FIFOs where the grader might look, name its folders like the grader's own),
+so everything a child produces is hostile input. The defence: the grading process never imports student code,
+reads a child only through pipes it made and bounds everything it decodes, ends every process a part started,
+and under --run-as keeps each submission in a sandbox user of its own, with the instructor's files hidden.
+The repository's docs/security.md says what each way of running the grader promises and what it does not.
+
+It imports nothing of the grader's outside this package: the rest of the grader calls it, never the other way.
 
     runner       one part's child: started with limits (from the zygote or a fresh Python), fed, read back
     zygote       the per-submission process that imports NumPy once and forks each part's child

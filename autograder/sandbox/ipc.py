@@ -16,7 +16,7 @@ where mounted). ``/dev/shm`` is memory that belongs to no process: filled, it ta
 every other submission and from the grader, and the kernel's out-of-memory killer cannot end the culprit.
 So ``fresh_namespace`` also gives the child a mount namespace of its own (mounts private, nothing reaches
 the machine's) with its own ``/dev/shm``: a tmpfs bounded to its memory limit and SHM_FILES files, gone
-with the child's last process. Where that cannot be had, ``sandbox.clear_user`` removes what a user left
+with the child's last process. Where that cannot be had, ``runner.clear_user`` removes what a user left
 in ``/dev/shm`` with its other temporary files.
 """
 import contextlib

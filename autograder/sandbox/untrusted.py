@@ -73,7 +73,7 @@ def _one_line(item):
 def reports(items, cases):
     """The per-case reports as the grader expects them: ``cases`` dicts whose status, error and where are
     strings, types a dict of strings and mutated a list of strings (a traced case's ``trace`` is left as
-    it came, for ``diagnosis.parse``, which checks all of it). Raises ValueError if it cannot be that."""
+    it came, for ``matching.parse``, which checks all of it). Raises ValueError if it cannot be that."""
     if not isinstance(items, list) or len(items) != cases or not all(isinstance(r, dict) for r in items):
         raise ValueError("the report does not describe every case")
     cleaned = []
@@ -87,6 +87,6 @@ def reports(items, cases):
         r["types"] = {k: text(v) for k, v in r.get("types", {}).items()}
         r["mutated"] = [text(m) for m in r.get("mutated", [])]
         r = {k: v if k == "error" else _one_line(v) for k, v in r.items()}   # an error's lines are indented
-        r["trace"] = report.get("trace")                  # raw: only diagnosis.parse reads it, and checks it
+        r["trace"] = report.get("trace")                  # raw: only matching.parse reads it, and checks it
         cleaned.append(r)
     return cleaned

@@ -17,9 +17,9 @@ shared), makes itself non-dumpable, and only obeys the grader over the control s
     zygote -> grader   {"ready": pid}   {"started": N, "pid": P}   {"exited": P, "code": returncode}
 
 No student code ever runs in the zygote. As root, it forks each child as the process 1 of a PID namespace
-of its own (``_fork``), as ``sandbox`` starts a spawned one under ``unshare --pid --fork --kill-child``.
+of its own (``_fork``), as ``runner`` starts a spawned one under ``unshare --pid --fork --kill-child``.
 Each forked child first closes the control socket and every other fd it inherited, then does what
-``sandbox`` does to a spawned child: a new session (``setsid``), stdin from /dev/null and stdout and stderr
+``runner`` does to a spawned child: a new session (``setsid``), stdin from /dev/null and stdout and stderr
 into the output pipe, its working folder and environment, as root an IPC namespace of its own (``ipc``),
 the limits on memory, CPU, file size, core dumps and (under ``--run-as``) processes, the sandbox user, and
 then the per-part entry, ``worker.main``, which imports the submission's
@@ -144,7 +144,7 @@ class _suppress:
 
 
 def _child(command, fds):
-    """In the forked child: confine it as ``sandbox`` confines a spawned child, then run the per-part entry."""
+    """In the forked child: confine it as ``runner`` confines a spawned child, then run the per-part entry."""
     code = 1
     try:
         signal.set_wakeup_fd(-1)
@@ -385,7 +385,7 @@ class ZygoteGone(Exception):
 
 
 class Child:
-    """A part's child forked by the zygote, as the ``reaper`` and ``sandbox`` use a ``Popen``: ``pid``,
+    """A part's child forked by the zygote, as the ``reaper`` and ``runner`` use a ``Popen``: ``pid``,
     ``returncode``, ``poll()``, ``wait(timeout)``. ``lost`` is true if its zygote went away before the child
     ended: its part must be graded again."""
 
