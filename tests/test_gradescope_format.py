@@ -212,3 +212,26 @@ def test_no_cell_of_the_class_csvs_starts_a_spreadsheet_formula():
         shown = {"?x" if f == "\tx" else "'" + f for f in formulas}
         assert shown & set(cells) == shown
     assert class_report._cell("-1.5") == "-1.5" and class_report._cell(3.0) == "3.0"
+
+
+@pytest.mark.parametrize("withheld", ["hidden", "after_due_date", "after_published"])
+def test_the_output_students_see_at_once_holds_the_visible_parts_alone(withheld):
+    """The top-level output is shown to students with the first result: a section whose tests are withheld
+    has no row there, and the total (which would give their scores away) is left out with them."""
+    parts = spec.PARTS
+    results = [grade.PartResult(p, 0.0 if p.number == "8.2" else float(p.points),
+                                "failed" if p.number == "8.2" else "passed", "") for p in parts]
+    withheld_parts = [p for p in parts if p.number.startswith("8.")]
+    payload = report.gradescope(results, 1.0, course.Gradescope(part_visibility=(("8", withheld),)))
+    for p in parts:
+        assert (f"\n{p.number:<5}  {p.name}" in payload["output"]) == (p not in withheld_parts), p.number
+    assert "Total" not in payload["output"] and spec.SECTIONS["8"] not in payload["output"]
+    assert f"{len(withheld_parts)} parts and the total are shown when the course releases them." in payload["output"]
+    assert {t["number"]: t["visibility"] for t in payload["tests"]}["8.2"] == withheld
+    assert payload["score"] == sum(p.points for p in parts) - spec.PARTS_BY_NUMBER["8.2"].points   # Gradescope's
+    everything = report.gradescope(results, 1.0, course.Gradescope())                # every part visible: the total too
+    assert all(f"\n{p.number:<5}  {p.name}" in everything["output"] for p in parts)
+    assert re.search(rf"\n +Total +{payload['score']:.2f}/{sum(p.points for p in parts):g} *\n", everything["output"])
+    nothing = report.gradescope(results, 1.0, course.Gradescope(visibility=withheld))
+    assert "Part" not in nothing["output"] and "Total" not in nothing["output"]
+    assert f"{len(parts)} parts and the total are shown when the course releases them." in nothing["output"]

@@ -124,9 +124,9 @@ class Progress:
             self.console.stream.flush()
 
 
-def table(results, total_seconds=None, verbose=False, width=78, messages=True):
+def table(results, total_seconds=None, verbose=False, width=78, messages=True, with_total=True):
     """A table: section, part, score/max; failing parts' messages (every part's with verbose) above it, unless
-    not ``messages``."""
+    not ``messages``; the total below it, unless not ``with_total``."""
     # the name column as wide as the longest name (so a row with its mark fits 80 columns), at least 'Total'
     rule, lines = width, []
     width = min(max([len(r.part.name) + 4 for r in results] + [12]), max(rule - 40, 12))
@@ -146,9 +146,10 @@ def table(results, total_seconds=None, verbose=False, width=78, messages=True):
         name = r.part.name if len(r.part.name) <= width - 3 else r.part.name[:width - 4] + "…"
         lines.append(f"{r.part.number:<5}  {name:<{width - 2}}{r.score:>7.2f}/{r.part.points:<4g}{mark}")
     lines.append("─" * (width + 17))
-    score, maximum = total(results)
-    timing = f"  ({total_seconds:.1f} s)" if total_seconds is not None else ""
-    lines.append(f"{'':<5}{'Total':<{width}}{score:>7.2f}/{maximum:<4g}{timing}")
+    if with_total:
+        score, maximum = total(results)
+        timing = f"  ({total_seconds:.1f} s)" if total_seconds is not None else ""
+        lines.append(f"{'':<5}{'Total':<{width}}{score:>7.2f}/{maximum:<4g}{timing}")
     return "\n".join(lines)
 
 
@@ -180,11 +181,21 @@ def gradescope(results, seconds, settings=None, notes=(), extra=None):
     ``output``, one test per part with its ``visibility`` (``settings``: a ``course.Gradescope``; default every
     test visible, Markdown), a ``tags`` entry naming its section and ``extra_data`` with its status and the hints
     that fired. ``notes``: problems for the course staff alone (a missing ``student`` user, a fallback), kept in
-    the top-level ``extra_data``, which students never see. ``extra``: more top-level ``extra_data``."""
+    the top-level ``extra_data``, which students never see. ``extra``: more top-level ``extra_data``.
+
+    Students see the top-level ``output`` at once, whatever the tests' visibility: it holds the rows of the
+    visible parts alone, and no total when any part is not visible (Gradescope then hides the total score
+    from students too: "If test cases are hidden, students will not be able to see their total score")."""
     from autograder.parts.course import Gradescope
     settings = settings or Gradescope()
     fmt = settings.output_format
     score, maximum = total(results)
+    shown = [r for r in results if settings.visibility_of(r.part.number) == "visible"]
+    summary = table(shown, messages=False, with_total=len(shown) == len(results)) if shown else ""
+    if len(shown) < len(results):
+        later = len(results) - len(shown)
+        summary += ("\n\n" if summary else "") + (f"{later} part{'s' if later > 1 else ''} and the total are "
+                                                   "shown when the course releases them.")
     fired = {}
     for r in results:
         for hint in r.hints:
@@ -192,7 +203,7 @@ def gradescope(results, seconds, settings=None, notes=(), extra=None):
     return {
         "score": score,
         "execution_time": math.ceil(seconds),                # whole seconds, as the specification's example
-        "output": _formatted(table(results, messages=False), fmt),
+        "output": _formatted(summary, fmt),
         "output_format": fmt,
         "test_output_format": fmt,
         "test_name_format": "text",
