@@ -3,8 +3,8 @@
 Its packages, from the bottom up; each imports only from the ones above it in this list (``tests/test_layout.py``
 reads every import and fails on one that goes the other way, or on a circle):
 
-    sandbox/     runs, confines and cleans up after student code: the security boundary (its README says
-                 what it defends against and how)
+    sandbox/     runs, confines and cleans up after student code: the security boundary (its docstring says
+                 what it defends against; the repository's docs/security.md, what each mode promises)
     parts/       what is graded: the parts and their cases, the course file, the reference data, and the
                  driver that runs a part's cases inside the child
     diagnosis/   what a failing part is told: comparison, value traces matched against the reference's,
