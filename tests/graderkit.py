@@ -50,6 +50,11 @@ def make_grader_copy(folder, course=None):
     return str(folder)
 
 
+def report_of(subs):
+    """Where ``python -m autograder batch SUBS`` leaves its report without --out: beside SUBS (a str or a Path)."""
+    return type(subs)(str(subs) + "-grading")
+
+
 def run_cli(args, cwd=REPO, timeout=120, env=None):
     env = dict(os.environ, PYTHONPATH="", **(env or {}))
     return subprocess.run([sys.executable, "-m", "autograder", *args], cwd=cwd, capture_output=True, text=True,

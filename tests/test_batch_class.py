@@ -21,7 +21,7 @@ import pytest
 from autograder.diagnosis import mistakes
 from autograder.instructor import class_report
 from autograder.parts import spec
-from tests.graderkit import REPO, check_gradescope, make_grader_copy, make_submission, run_cli
+from tests.graderkit import REPO, check_gradescope, make_grader_copy, make_submission, report_of, run_cli
 from tests.test_site import BROWSER_FLAGS, ON_CI, find_chromium
 
 COURSE = '[assignment]\ntitle = "RNN and GRU"\nsections = ["1", "2"]\n'
@@ -93,7 +93,7 @@ def graded_class(tmp_path_factory):
     (subs / "README.txt").write_text("not a submission")
     proc = run_cli(["batch", str(subs), "--jobs", "2", "--timeout", TIMEOUT, "--csv", str(root / "copy.csv")],
                    cwd=grader, timeout=600)
-    return root, subs / "grading", proc, grader
+    return root, report_of(subs), proc, grader
 
 
 def _rows(path):
@@ -266,8 +266,8 @@ def _bars(svg):
 
 
 def test_a_second_run_resumes_and_regrade_grades_again(graded_class):
-    _, report, _, grader = graded_class
-    subs = report.parent
+    root, report, _, grader = graded_class
+    subs = root / "subs"
     os.unlink(report / "feedback" / "alice.json")                          # as if stopped before alice
     before = _rows(report / "scores.csv")
     proc = run_cli(["batch", str(subs), "--jobs", "2", "--timeout", TIMEOUT], cwd=grader, timeout=600)
@@ -299,13 +299,13 @@ def test_names_no_file_system_or_terminal_takes_as_they_are_get_their_rows_and_f
     make_submission(subs / odd)
     proc = run_cli(["batch", str(subs), "--jobs", "2"], cwd=grader, timeout=600)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
-    rows = {r[0]: r for r in _rows(subs / "grading" / "scores.csv")[1:]}
+    rows = {r[0]: r for r in _rows(report_of(subs) / "scores.csv")[1:]}
     assert sorted(rows) == sorted(["alice", long, "carol??[2J?"])
     assert all(float(r[6]) == TOTAL for r in rows.values()), rows
-    feedback = sorted(os.listdir(subs / "grading" / "feedback"))
+    feedback = sorted(os.listdir(report_of(subs) / "feedback"))
     assert len(feedback) == 6 and all(len(os.fsencode(name)) <= 255 for name in feedback)
     assert {"alice.json", "alice.txt"} < set(feedback) and sum("~" in name for name in feedback) == 4
-    assert (subs / "grading" / "report.md").exists() and (subs / "grading" / "gradebook.csv").exists()
+    assert (report_of(subs) / "report.md").exists() and (report_of(subs) / "gradebook.csv").exists()
     again = run_cli(["batch", str(subs), "--jobs", "2"], cwd=grader, timeout=600)
     assert again.returncode == 0 and "3 already graded" in again.stdout + again.stderr, again.stdout + again.stderr
 
@@ -329,7 +329,7 @@ def test_a_report_folder_a_student_could_have_filled_is_neither_trusted_nor_take
     assert batch.batch_seed(args, folder, the_course) != 1234
     subs = tmp_path / "subs"
     make_submission(subs / "alice")
-    make_submission(subs / "grading")
+    make_submission(report_of(subs))
     proc = run_cli(["batch", str(subs)], timeout=120)
     assert proc.returncode == 2, proc.stderr
     assert "is not a report folder of this grader (it holds mytorch)" in proc.stderr, proc.stderr
@@ -368,4 +368,4 @@ def test_a_fresh_seed_batch_without_run_as_grades_and_says_nothing_of_stored_cas
     proc = run_cli(["batch", str(subs), "--fresh-seed", "7", "--solution", REPO], cwd=grader, timeout=600)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
     assert "warning: no isolation" in proc.stderr and "stored cases" not in proc.stderr
-    assert [r[0] for r in _rows(subs / "grading" / "scores.csv")[1:]] == ["alice"]
+    assert [r[0] for r in _rows(report_of(subs) / "scores.csv")[1:]] == ["alice"]

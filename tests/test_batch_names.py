@@ -12,7 +12,7 @@ import zipfile
 import pytest
 
 from autograder.sandbox import untrusted
-from tests.graderkit import at_top_of_forward, make_grader_copy, make_submission, run_cli
+from tests.graderkit import at_top_of_forward, make_grader_copy, make_submission, report_of, run_cli
 from tests.test_batch_class import _pack
 
 COURSE = '[assignment]\ntitle = "RNN"\nsections = ["1"]\n'
@@ -56,7 +56,7 @@ def hostile_class(tmp_path_factory):
     make_submission(subs / "-2+3")                                       # a name a command reads as an option
     proc = run_cli(["batch", str(subs), "--jobs", "2"], cwd=grader, timeout=600)
     again = run_cli(["batch", str(subs), "--jobs", "2"], cwd=grader, timeout=600)
-    return subs, subs / "grading", proc, again
+    return subs, report_of(subs), proc, again
 
 
 def test_the_terminal_shows_one_printable_line_per_submission(hostile_class):
@@ -67,11 +67,11 @@ def test_the_terminal_shows_one_printable_line_per_submission(hostile_class):
     assert all(line.isprintable() for line in lines), [line for line in lines if not line.isprintable()]
     assert not any(line.lstrip().startswith(("carol", "Total", "all 5 cases")) for line in lines), proc.stdout
     summary = proc.stdout.splitlines()
-    rows = summary[1:summary.index(f"{len(names) - 1} submissions found, {len(names) - 1} rows written:")]
-    assert len(rows) == len(names) - 1, proc.stdout                      # one each; the report folder is none
+    rows = summary[1:summary.index(f"{len(names)} submissions found, {len(names)} rows written:")]
+    assert len(rows) == len(names), proc.stdout                          # one each (the report is beside them)
     assert all(len(row) <= 80 for row in rows), proc.stdout
     # every submission's feedback was written, so a second run grades nobody again
-    assert again.returncode == 0 and f"Resuming: {len(names) - 1} already graded" in again.stdout, again.stdout
+    assert again.returncode == 0 and f"Resuming: {len(names)} already graded" in again.stdout, again.stdout
 
 
 def _cells(path, delimiter):
@@ -102,7 +102,7 @@ def test_no_cell_starts_a_formula_whatever_the_separator(hostile_class, table, d
 def test_feedback_files_are_printable_and_named_safely(hostile_class):
     subs, report, _, _ = hostile_class
     files = os.listdir(report / "feedback")
-    assert len(files) == 2 * (len(os.listdir(subs)) - 1)                  # a .txt and a .json each
+    assert len(files) == 2 * len(os.listdir(subs))                        # a .txt and a .json each
     for name in files:
         assert name.isprintable() and not name.startswith("-") and len(name.encode()) <= 255, name
         if name.endswith(".txt"):
@@ -133,11 +133,11 @@ def test_a_message_chooses_no_problem_and_no_reason(hostile_class):
 @pytest.mark.parametrize("what", ["an archive", "a handin folder", "a file named like the report's",
                                   "a link", "a mytorch folder", "a submission in a feedback folder"])
 def test_a_submission_named_like_the_report_folder_is_not_taken_for_it(tmp_path, what):
-    """The report folder's default place is DIR/grading, among the submissions; a submission of that name would
-    go ungraded and the report be written into it: the batch refuses to start, and says why."""
+    """Whatever lies at the report folder's place (beside DIR by default) that a report of this grader would not
+    hold is the instructor's, never written over: the batch refuses to start, and says why."""
     subs = tmp_path / "subs"
     make_submission(subs / "alice")
-    grading = subs / "grading"
+    grading = report_of(subs)
     if what == "an archive":
         grading.mkdir()
         _pack("tar", str(subs / "alice"), grading / "handin.tar")
@@ -154,7 +154,10 @@ def test_a_submission_named_like_the_report_folder_is_not_taken_for_it(tmp_path,
         make_submission(grading)
     proc = run_cli(["batch", str(subs)], timeout=120)
     assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert f"{grading} is not a report folder of this grader" in proc.stderr and "--out" in proc.stderr
+    if what == "a link":                                                  # to a submission: inside DIR
+        assert f"--out {grading} is inside {subs}, where every folder is a submission" in proc.stderr
+    else:
+        assert f"{grading} is not a report folder of this grader" in proc.stderr and "--out" in proc.stderr
     assert "Found" not in proc.stdout                                     # before anything was graded
 
 
@@ -199,3 +202,28 @@ def test_a_line_of_untrusted_text_holds_no_control_character():
         assert shown.isprintable() and "\n" not in shown, repr(shown)
     assert untrusted.line("plain name", 200) == "plain name"
     assert untrusted.line("x" * 50, 10) == "x" * 10 + " … (40 more characters)"
+
+
+def test_a_submission_shaped_like_a_report_is_graded_like_any_other(tmp_path):
+    """A student can name their folder in the class folder as they like, and fill it as they like: here
+    ``grading``, holding a real report of this grader (its key included) in which their wrong code scored full
+    marks, and a seed of their choosing. Nothing in DIR is read as the grader's own: the report goes beside
+    it, the student is graded on their code, and ``grading`` is one more submission, graded like any other."""
+    grader = make_grader_copy(tmp_path / "grader", COURSE)
+    honest = tmp_path / "honest"
+    make_submission(honest / "mallory")
+    forged = tmp_path / "forged-report"
+    proc = run_cli(["batch", str(honest), "--out", str(forged)], cwd=grader, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    subs = tmp_path / "subs"
+    make_submission(subs / "mallory", at_top_of_forward("raise ValueError('wrong')"))
+    os.rename(forged, subs / "grading")                                   # full marks, with the grader's key
+    (subs / "grading" / ".batch.json").write_text(json.dumps({"fresh_seed": 1234, "check": "0" * 32}))
+    proc = run_cli(["batch", str(subs)], cwd=grader, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Resuming" not in proc.stdout + proc.stderr and "Found 2 submissions" in proc.stdout
+    with open(report_of(subs) / "scores.csv", newline="") as f:
+        rows = {row[0]: row for row in csv.reader(f)}
+    assert set(rows) == {"submission", "mallory", "grading"}
+    assert float(rows["mallory"][rows["submission"].index("total")]) == 0, rows["mallory"]
+    assert rows["grading"][-2] == "ungradable", rows["grading"]          # it holds no mytorch

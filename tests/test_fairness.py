@@ -15,7 +15,7 @@ import pytest
 from autograder import grade
 from autograder.parts import spec
 from autograder.sandbox import fairness, reaper, runner
-from tests.graderkit import REPO, make_grader_copy, make_submission
+from tests.graderkit import REPO, make_grader_copy, make_submission, report_of
 
 pytestmark = pytest.mark.slow                  # starves parts of CPU and waits out their timeouts
 
@@ -176,7 +176,7 @@ def _on_one_cpu(tmp_path, mallory, alice):
                           cwd=grader, env=dict(os.environ, PYTHONPATH=""), capture_output=True, text=True, timeout=300,
                           preexec_fn=lambda: os.sched_setaffinity(0, {cpu}), start_new_session=True)
     assert proc.returncode == 0, proc.stderr
-    with open(subs / "grading" / "scores.csv", newline="") as f:
+    with open(report_of(subs) / "scores.csv", newline="") as f:
         return proc, {row["submission"]: float(row["total"]) for row in csv.DictReader(f)}
 
 

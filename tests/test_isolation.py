@@ -13,7 +13,15 @@ import zipfile
 import pytest
 
 from autograder.sandbox import archive, interpreter, isolation, reaper
-from tests.graderkit import REPO, TWO_SECTIONS, check_gradescope, load_results, make_grader_copy, make_submission
+from tests.graderkit import (
+    REPO,
+    TWO_SECTIONS,
+    check_gradescope,
+    load_results,
+    make_grader_copy,
+    make_submission,
+    report_of,
+)
 
 
 def _zip(path, members):
@@ -105,7 +113,7 @@ def test_an_autograder_shipped_in_a_submission_is_never_imported(tmp_path):
     batch = subprocess.run([sys.executable, "-m", "autograder", "batch", str(subs), "--jobs", "2"], cwd=grader,
                            env=env, capture_output=True, text=True, timeout=300)
     assert batch.returncode == 0, batch.stderr
-    assert (subs / "grading" / "scores.csv").read_text().splitlines()[1].endswith(",100,,")
+    assert (report_of(subs) / "scores.csv").read_text().splitlines()[1].endswith(",100,,")
     scope = subprocess.run([sys.executable, "-m", "autograder", "gradescope", "--root", str(tmp_path / "autograder")],
                            cwd=grader, env=env, capture_output=True, text=True, timeout=300)
     assert scope.returncode == 0, scope.stderr

@@ -26,7 +26,15 @@ from autograder.diagnosis import mistakes
 from autograder.parts import spec
 from autograder.sandbox import interpreter, ipc, reaper, tree
 from tests import securitykit as kit
-from tests.graderkit import REPO, TWO_SECTIONS, at_top_of_forward, check_gradescope, make_grader_copy, make_submission
+from tests.graderkit import (
+    REPO,
+    TWO_SECTIONS,
+    at_top_of_forward,
+    check_gradescope,
+    make_grader_copy,
+    make_submission,
+    report_of,
+)
 
 pytestmark = pytest.mark.slow                  # grades as sandbox users it makes: attack campaigns, users and Pythons made per test
 
@@ -237,7 +245,7 @@ def test_batch_isolates_submissions_and_the_grader(sandbox_user):
         f"targets += glob.glob({grader!r} + '/autograder/**/*', recursive=True)\n"
         "for t in targets:\n    if 'mallory' in t or t.startswith(here):\n        continue\n    try:\n"
         "        open(t, 'w').write('raise SystemExit(0)\\n')\n    except OSError:\n        pass\n"
-        f"try:\n    open({subs!r} + '/grading/scores.csv', 'w').write('alice,0\\n')\nexcept OSError:\n    pass\n"
+        f"try:\n    open({str(report_of(subs)) + '/scores.csv'!r}, 'w').write('alice,0\\n')\nexcept OSError:\n    pass\n"
         + FORK_BOMB.replace("raise ValueError('broken')", ""))
     make_submission(os.path.join(subs, "mallory"), kit.attack_edits(vandal, root, "", ""))
     env = dict(os.environ, PYTHONPATH="")
@@ -248,7 +256,7 @@ def test_batch_isolates_submissions_and_the_grader(sandbox_user):
                           timeout=600)
     assert proc.returncode == 0, proc.stderr
     assert "graded 3/3 submissions" in proc.stderr and "no isolation" not in proc.stderr
-    with open(os.path.join(subs, "grading", "scores.csv")) as f:
+    with open(os.path.join(report_of(subs), "scores.csv")) as f:
         rows = {line.split(",")[0]: line.split(",") for line in f.read().splitlines()}
     assert rows["alice"][-3] == "100"
     assert f"{float(rows['bob'][-3]):.2f}/100" in bob_alone.stdout     # as graded alone, before the batch
@@ -428,7 +436,7 @@ def test_a_child_in_batch_cannot_reach_its_zygote_or_the_template(sandbox_user):
     proc = _batch(subs, user.pw_name, python, _world_readable_dir(os.path.join(root, "tmp-")))
     assert proc.returncode == 0, proc.stderr
     assert "grading worker" not in proc.stderr
-    with open(os.path.join(subs, "grading", "feedback", "alice.json")) as f:
+    with open(os.path.join(report_of(subs), "feedback", "alice.json")) as f:
         tests = check_gradescope(json.load(f))
     assert tests["1.1"]["score"] == tests["1.1"]["max_score"]
     said = tests["2.1"]["output"]
@@ -519,7 +527,7 @@ def test_a_report_folder_the_sandbox_user_could_change_is_refused_on_stored_case
 
 def _scores(subs):
     """{submission: total} from the batch's scores table."""
-    with open(os.path.join(subs, "grading", "scores.csv"), newline="") as f:
+    with open(os.path.join(report_of(subs), "scores.csv"), newline="") as f:
         return {row["submission"]: float(row["total"]) for row in csv.DictReader(f)}
 
 
@@ -545,7 +553,7 @@ def test_batch_pool_keeps_concurrent_submissions_apart(sandbox_user):
     scores = _scores(subs)
     assert scores["alice"] == scores["carol"] == scores["erin"] == 100
     assert scores["mallory"] < 100 and scores["dave"] == 0
-    with open(os.path.join(subs, "grading", "scores.csv")) as f:
+    with open(os.path.join(report_of(subs), "scores.csv")) as f:
         assert "dave" in f.read()
     assert os.listdir(temp) == []
     for user in users:

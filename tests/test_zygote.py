@@ -16,7 +16,7 @@ from autograder import grade
 from autograder.instructor import batch
 from autograder.parts import data, spec
 from autograder.sandbox import reaper, runner, zygote
-from tests.graderkit import REPO, at_top_of_forward, load_results, make_submission, run_cli
+from tests.graderkit import REPO, at_top_of_forward, load_results, make_submission, report_of, run_cli
 
 
 def rnn_edit(code):
@@ -211,7 +211,7 @@ def test_batch_gives_every_submission_its_own_zygote(tmp_path, monkeypatch):
     assert batch.main([str(tmp_path / "subs"), "--jobs", "2"]) == 0
     assert len(used) == 3 and all(len(ids) == 1 for ids in used.values())
     assert len(set.union(*used.values())) == 3            # three submissions, three zygotes
-    with open(tmp_path / "subs" / "grading" / "scores.csv", newline="") as f:
+    with open(report_of(tmp_path / "subs") / "scores.csv", newline="") as f:
         totals = [float(row["total"]) for row in csv.DictReader(f)]
     full = spec.PARTS_BY_NUMBER["1.1"].points + spec.PARTS_BY_NUMBER["2.1"].points
     assert totals == [full] * 3
@@ -243,7 +243,7 @@ def test_batch_forks_every_submissions_zygote_from_one_template(tmp_path, monkey
     forked = [(pid, parent, session) for role, pid, parent, session in made if role == "zygote"]
     assert len(forked) == 3 and len({pid for pid, _, _ in forked}) == 3
     assert all(parent == templates[0] and session == pid for pid, parent, session in forked)
-    with open(tmp_path / "subs" / "grading" / "scores.csv", newline="") as f:
+    with open(report_of(tmp_path / "subs") / "scores.csv", newline="") as f:
         assert [float(row["total"]) for row in csv.DictReader(f)] == [
             spec.PARTS_BY_NUMBER["1.1"].points + spec.PARTS_BY_NUMBER["2.1"].points] * 3
     assert not zygotes()                                   # the template and every zygote ended with the batch

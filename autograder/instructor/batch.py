@@ -6,9 +6,11 @@
 Every sub-folder of DIR is one submission (named by the folder), whatever it holds (``submissions``: a
 ``mytorch`` package, one level down, or an archive; anything else is a row with 0 and the reason); so is an
 archive at DIR's top. It prints how many it found and how many rows it wrote: the same number. REPORT
-(default ``DIR/grading/``) receives each submission's feedback as it is graded, then the class's tables and
-report (``class_report``). Started again after an interruption it grades only what has no feedback from the
-same grader and seed yet (``--regrade``: all of it). One seed is drawn for the whole batch (and kept for a
+(default ``DIR-grading/``, beside DIR) receives each submission's feedback as it is graded, then the class's
+tables and report (``class_report``). Started again after an interruption it grades only what has no feedback
+from the same grader and seed yet (``--regrade``: all of it). REPORT is never inside DIR: every folder there
+is a submission, and one a student named like the report, shaped like one (feedback claiming full marks, a
+seed they chose), is graded like any other instead of being read as the grader's own. One seed is drawn for the whole batch (and kept for a
 resumed run), so every submission is graded on the same cases.
 
 Isolation, which is why a class is graded as root with ``--run-as`` (unprivileged users made for grading;
@@ -37,7 +39,7 @@ import time
 from autograder import cli, grade
 from autograder.diagnosis import report
 from autograder.instructor import class_report, submissions
-from autograder.sandbox import fairness, identities, isolation, reaper, runner, tree, untrusted, zygote
+from autograder.sandbox import fairness, identities, interpreter, isolation, reaper, runner, tree, untrusted, zygote
 
 STATE = ".batch.json"            # in REPORT: the seed a --fresh-seed batch drew, for a resumed run
 
@@ -219,6 +221,11 @@ def record(feedback, the_course, located, results, reason, seconds, key, fresh_s
     return payload
 
 
+def default_report(folder):
+    """Where a batch of ``folder`` leaves its report when --out is not given: beside it, ``DIR-grading``."""
+    return os.path.join(os.path.dirname(folder), os.path.basename(folder) + "-grading")
+
+
 def _short(name, width):
     """A submission's name on one line of at most ``width`` characters (cut with '…'), for a column."""
     shown = untrusted.line(name, 1000)
@@ -229,8 +236,8 @@ REPORT_FILES = {"scores.csv", "gradebook.csv", "report.md", "totals.svg", STATE}
 
 
 def not_a_report(path):
-    """What at ``path`` (in the class folder, among the submissions) a report folder of this grader would not
-    hold, said in a few words; '' if it is one, or nothing is there yet."""
+    """What at ``path`` a report folder of this grader would not hold, said in a few words; '' if it is one, or
+    nothing is there yet."""
     try:
         mode = os.lstat(path).st_mode
         if not stat.S_ISDIR(mode):
@@ -258,7 +265,8 @@ def main(argv):
                                      allow_abbrev=False)   # see cli.grade_parser
     parser.add_argument("folder", metavar="DIR")
     parser.add_argument("--out", default=None, metavar="REPORT",
-                        help="the folder for the feedback and the class report (default DIR/grading)")
+                        help="the folder for the feedback and the class report, outside DIR "
+                             "(default DIR-grading, beside it)")
     parser.add_argument("--regrade", action="store_true",
                         help="grade every submission again, even those an earlier run of this grader finished")
     parser.add_argument("--csv", default=None, metavar="PATH", help="also write the scores table to PATH")
@@ -273,12 +281,14 @@ def main(argv):
                      "submissions")
     the_course = cli.load_course(parser)
     parts = the_course.parts()
-    report_dir = os.path.abspath(args.out or os.path.join(folder, "grading"))
-    stranger = not_a_report(report_dir) if os.path.dirname(report_dir) == folder else ""
-    if stranger:                                      # a submission's name: it would go ungraded
-        parser.error(f"{report_dir} is not a report folder of this grader ({stranger}), as a submission named "
-                     "like it would be: name the report folder with --out (a folder outside the submissions)")
-    names, ignored = submissions.find(folder, skip=[report_dir])
+    report_dir = os.path.abspath(args.out or default_report(folder))
+    if interpreter.within(os.path.realpath(report_dir), os.path.realpath(folder)):   # a submission's place
+        parser.error(f"--out {report_dir} is inside {folder}, where every folder is a submission: give a folder "
+                     "outside it")
+    stranger = not_a_report(report_dir)
+    if stranger:                                      # something of the instructor's: never written over
+        parser.error(f"{report_dir} is not a report folder of this grader ({stranger}): name another with --out")
+    names, ignored = submissions.find(folder)
     if not names:
         parser.error(f"no submissions in {args.folder}: each must be a folder (or an archive) in it")
     print(f"Found {_count(len(names), 'submission')} in {folder}" + (

@@ -1,4 +1,4 @@
-"""What a batch leaves for the instructor, in its report folder (``DIR/grading/`` by default):
+"""What a batch leaves for the instructor, in its report folder (``DIR-grading/``, beside DIR, by default):
 
     feedback/<submission>.txt   exactly what the student would have seen (the grader's table and messages)
     feedback/<submission>.json  the same in Gradescope's results format; its extra_data says how it was

@@ -43,16 +43,14 @@ def is_archive(name):
     return name.lower().endswith(ARCHIVES)
 
 
-def find(folder, skip=()):
+def find(folder):
     """The submissions in ``folder`` in name order: every sub-folder (links and hidden names too: nobody is
-    dropped) and every archive at its top. ``skip``: absolute paths that are not submissions (the report
-    folder). Returns (names, ignored): ignored lists the other top-level files, which are not submissions."""
+    dropped, and none is taken for the grader's own: batch's report is kept outside ``folder``) and every
+    archive at its top. Returns (names, ignored): ignored lists the other top-level files, which are not
+    submissions."""
     names, ignored = [], []
-    skip = {os.path.abspath(s) for s in skip}
     for name in sorted(os.listdir(folder)):
         path = os.path.join(folder, name)
-        if os.path.abspath(path) in skip:
-            continue
         mode = _kind(path)
         if stat.S_ISDIR(mode) or stat.S_ISLNK(mode) or (stat.S_ISREG(mode) and is_archive(name)):
             names.append(name)
