@@ -527,3 +527,41 @@ def test_generic_mutants_are_traced_to_their_line_and_quantity(tmp_path):
     missed = [f"{m.file}:{m.line} {m.kind}" for m, text in losing if not mutants.names_line(text, m)]
     print("not located:", ", ".join(missed[:40]))
     assert rate_line >= 0.9 and rate_quantity >= 0.8
+
+
+def _forged_against_ctc_loss():
+    """Case 3 of part 8.5's reference trace (the -inf column of the lattice: one value 546 times) and a forged
+    student trace of as many records as the parent accepts, each a copy of that value."""
+    part_data = data.load_part("8.5", manifest=data.read_manifest())
+    reference = matching.reference_trace(part_data, 3)
+    counts = {}
+    for r in reference.records:
+        counts.setdefault((r.value.shape, r.value.tobytes()), []).append(r.value)
+    value = max(counts.values(), key=len)[0]
+    assert len(max(counts.values(), key=len)) > 500
+    forged = matching.Trace([matching.Record(f"v{j}", "mytorch/nn/ctc.py", 10, "", 1, "forward", (), value.copy())
+                             for j in range(matching.RECORD_LIMIT)])
+    return part_data, reference, forged, value
+
+
+def test_a_forged_trace_keeps_a_bounded_number_of_matches_per_quantity():
+    """A child may send anything as its trace: 5,000 copies of the value the reference holds 546 times once
+    kept every match of every one (about 2.7 million here, 1.6 GB in a red team's run). The first matches are
+    kept, the earliest first: the one the diagnosis uses."""
+    _, _, forged, value = _forged_against_ctc_loss()
+    index = matching._Index(forged.records)
+    with np.errstate(invalid="ignore"):                                  # as first_wrong calls it (-inf - -inf)
+        found, late = index.find(value), index.find(value, after=4000)
+    assert len(found) == matching.MATCHES_KEPT and [j for j, _ in found] == list(range(matching.MATCHES_KEPT))
+    assert [j for j, _ in late][:2] == [4001, 4002]
+
+
+def test_a_forged_trace_loses_its_diagnosis_at_the_deadline_not_the_grade():
+    """Matching 5,000 forged values against 3,000 reference quantities takes the parent seconds of CPU: past its
+    deadline the matching stops (TimeoutError), and diagnose_case turns any failure into no diagnosis."""
+    part_data, reference, forged, _ = _forged_against_ctc_loss()
+    start = time.monotonic()
+    with pytest.raises(TimeoutError):
+        matching.explain(reference, forged, part_data.configs[3], deadline=time.monotonic() + 0.3)
+    assert time.monotonic() - start < 2.0
+    assert 0 < matching.DIAGNOSIS_SECONDS <= 5

@@ -38,6 +38,7 @@ import difflib
 import functools
 import math
 import re
+import time
 
 import numpy as np
 
@@ -46,6 +47,12 @@ from autograder.sandbox import runner, untrusted
 
 RTOL, ATOL = compare.RTOL, compare.ATOL      # one tolerance for judging and for diagnosing
 RECORD_LIMIT = 5000              # records accepted from one trace
+# what the parent spends on one student trace, whatever the child sent (a forged trace of 5,000 copies of a value
+# the reference holds 546 times kept every match of every one: 11 million, 1.6 GB and 108 s): the student's
+# values kept per reference quantity (the first ones, in the student's order: the earliest is the one used), and
+# the seconds the matching may take before the diagnosis is given up (never the grade)
+MATCHES_KEPT = 16
+DIAGNOSIS_SECONDS = 5.0
 SHOWN_RIGHT = 4                  # right quantities named before the wrong one
 GATES = {"GRUCell": ("r", "z", "n"), "LSTMCell": ("i", "f", "g", "o"), "GMUCell": ("i", "m", "o"),
          "TGRUCell": ("z", "f", "o"), "GRUBlockCell": ("r", "u")}
@@ -240,7 +247,7 @@ class _Index:
             low, high = bisect.bisect_left(indices, only), bisect.bisect_right(indices, only)
         if low >= high:
             return []
-        hits = np.flatnonzero(_close_rows(matrix[low:high], value.ravel()))
+        hits = np.flatnonzero(_close_rows(matrix[low:high], value.ravel()))[:MATCHES_KEPT]
         return [(indices[low + h], hows[low + h]) for h in hits]
 
 
@@ -252,11 +259,14 @@ class Finding:
     after: int = -1              # the student's values of what it reads end here
 
 
-def first_wrong(reference, student, reference_complete=True, student_complete=True, settled=frozenset()):
+def first_wrong(reference, student, reference_complete=True, student_complete=True, settled=frozenset(),
+                deadline=None):
     """A ``Finding`` for the first wrong quantity, or None if every reference quantity is right (or none can be
-    named). ``settled``: indices of reference quantities known right (a forward whose graded outputs matched). A trace cut short (``tracing``'s limits) hides things: with the reference's cut, a quantity no
-    record in it reads may be read, and so vouched for, past the cut; with the student's, a quantity not found
-    may come past the cut. Neither is named then: only what the traces show is."""
+    named). ``settled``: indices of reference quantities known right (a forward whose graded outputs matched).
+    A trace cut short (``tracing``'s limits) hides things: with the reference's cut, a quantity no record in it
+    reads may be read, and so vouched for, past the cut; with the student's, a quantity not found may come past
+    the cut. Neither is named then: only what the traces show is. ``deadline`` (``time.monotonic()``): past it,
+    TimeoutError."""
     index = _Index(student)
     names = {}                                         # base name -> the student's indices assigning it, in order
     for j, s in enumerate(student):
@@ -265,6 +275,8 @@ def first_wrong(reference, student, reference_complete=True, student_complete=Tr
     latest, latest_in_frame = -1, {}                   # the student's index of the last quantity found (in q's call)
     with np.errstate(invalid="ignore", over="ignore"):   # (for _close_rows: once, not per comparison)
         for i, q in enumerate(reference):
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError("the diagnosis took too long")
             # only values assigned after the student's values of what q reads (not an earlier step's); a value that
             # reads nothing found: after what its own call computed before it, else after what was computed just
             # before it. Not after all its call computed before it: statements that do not read each other may come
@@ -504,12 +516,13 @@ def forward_records(trace):
     return frozenset(i for i, r in enumerate(trace.records) if in_forward(r.frame))
 
 
-def explain(reference, student, config=None, wrong_outputs=(), forward_right=False):
+def explain(reference, student, config=None, wrong_outputs=(), forward_right=False, deadline=None):
     """The diagnosis as a few lines of text, from two ``Trace``s, or [] when there is nothing to say;
     ``forward_right``: the forward's own graded outputs matched (a layer whose backward alone differs), so no
-    value of a forward call is the first wrong one."""
+    value of a forward call is the first wrong one. ``deadline``: as for ``first_wrong``."""
     settled = forward_records(reference) if forward_right else frozenset()
-    finding = first_wrong(reference.records, student.records, not reference.lost, not student.lost, settled)
+    finding = first_wrong(reference.records, student.records, not reference.lost, not student.lost, settled,
+                          deadline)
     if finding is None:
         return []
     ref, mine = reference.records, student.records
@@ -597,6 +610,6 @@ def diagnose_case(part_data, k, root, wrong=(), timeout=20.0, memory_mb=1024, us
         forward_right = "Y" in part_data.expected[k] and not any(
             label.startswith(("Y", "state_T")) for label, _, _ in wrong)
         return explain(reference, traced[0], part_data.configs[k], gate_blocks(wrong, part_data.configs[k]),
-                       forward_right)
+                       forward_right, time.monotonic() + DIAGNOSIS_SECONDS)
     except Exception:                   # the diagnosis is a courtesy: it never costs the grade or the run
         return []
