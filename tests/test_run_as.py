@@ -400,9 +400,10 @@ raise ValueError(f"zygote reached: {found} processes, {' '.join(sorted(set(tried
 
 @pytest.mark.parametrize("namespace", ["1", "0"], ids=["pid-namespace", "no-pid-namespace"])
 def test_a_child_cannot_reach_its_zygote(sandbox_user, tmp_path, namespace):
-    """As the sandbox user, a part's child finds its zygote in /proc (a process of another user whose command
-    is the zygote's) but cannot trace it, open its memory or signal it, and holds no end of its control
-    socket; the grade completes with no worker replaced."""
+    """As the sandbox user, a part's child with the machine's /proc (where it cannot have one of its own, see
+    the next test) finds its zygote there (a process of another user whose command is the zygote's) but
+    cannot trace it, open its memory or signal it, and holds no end of its control socket; the grade
+    completes with no worker replaced."""
     make_user, python, home = sandbox_user
     user = make_user()
     root = _world_readable_dir(os.path.join(home, "reach-"))
@@ -411,7 +412,8 @@ def test_a_child_cannot_reach_its_zygote(sandbox_user, tmp_path, namespace):
     proc = subprocess.run([sys.executable, "-m", "autograder", "1.1", "2.1", "--submission", sub, "--json", out,
                            "--run-as", user.pw_name, "--python", python],
                           cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                          env=dict(os.environ, PYTHONPATH="", MYTORCH_GRADER_PID_NAMESPACE=namespace),
+                          env=dict(os.environ, PYTHONPATH="", MYTORCH_GRADER_PID_NAMESPACE=namespace,
+                                   MYTORCH_GRADER_PROC_MOUNT="0"),       # the zygote in sight: the layer beneath
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "grading worker" not in proc.stderr
@@ -425,15 +427,54 @@ def test_a_child_cannot_reach_its_zygote(sandbox_user, tmp_path, namespace):
     shutil.rmtree(root, ignore_errors=True)
 
 
+# what a part's child sees of the machine's processes: those of another uid, and any command line of the grader's
+SEE_PROCESSES = """mine, others, grader = 0, 0, 0
+for pid in [p for p in os.listdir('/proc') if p.isdigit()]:
+    try:
+        uid = os.stat(f'/proc/{pid}').st_uid
+        command = open(f'/proc/{pid}/cmdline', 'rb').read()
+    except OSError:
+        continue
+    mine += uid == os.getuid()
+    others += uid != os.getuid()
+    grader += b'-m\\0autograder' in command or b'--fresh-seed' in command
+raise ValueError(f"processes seen: {mine} of mine, {others} of others, {grader} of the grader's")"""
+
+
+@pytest.mark.parametrize("zygote", ["1", "0"], ids=["zygote", "spawned"])
+@pytest.mark.parametrize("namespace", ["1", "0"], ids=["pid-namespace", "no-pid-namespace"])
+def test_a_child_sees_its_own_processes_alone(sandbox_user, zygote, namespace):
+    """A child run as the sandbox user has a /proc of its own (its PID namespace's, and hidepid): no process of
+    another user, so no command line of the grader's (which names --fresh-seed SEED when given so), whether
+    its child was forked by the zygote or spawned, in a PID namespace of its own or not."""
+    make_user, python, home = sandbox_user
+    user = make_user()
+    root = _world_readable_dir(os.path.join(home, "proc-"))
+    sub = make_submission(os.path.join(root, "sub"), kit.attack_edits(SEE_PROCESSES, root, "", ""))
+    out = os.path.join(root, "results.json")
+    proc = subprocess.run([sys.executable, "-m", "autograder", "2.1", "--submission", sub, "--json", out,
+                           "--run-as", user.pw_name, "--python", python, "--fresh-seed", "4242", "--solution", REPO],
+                          cwd=REPO, env=dict(os.environ, PYTHONPATH="", MYTORCH_GRADER_PID_NAMESPACE=namespace,
+                                             MYTORCH_GRADER_ZYGOTE=zygote),
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    with open(out) as f:
+        said = check_gradescope(json.load(f))["2.1"]["output"]
+    assert re.search(r"processes seen: [1-9]\d* of mine, 0 of others, 0 of the grader's", said), said
+    shutil.rmtree(root, ignore_errors=True)
+
+
 def test_a_child_in_batch_cannot_reach_its_zygote_or_the_template(sandbox_user):
-    """In batch, the part's child finds two zygote processes of root (the batch's template and its own zygote,
-    a fork of it) and can trace, read or signal neither; every part is graded, no worker replaced."""
+    """In batch, the part's child with the machine's /proc finds two zygote processes of root (the batch's
+    template and its own zygote, a fork of it) and can trace, read or signal neither; every part is graded,
+    no worker replaced."""
     make_user, python, home = sandbox_user
     user = make_user()
     root = _world_readable_dir(os.path.join(home, "reach-batch-"))
     subs = os.path.join(root, "subs")
     make_submission(os.path.join(subs, "alice"), kit.attack_edits(REACH_ZYGOTE, root, "", ""))
-    proc = _batch(subs, user.pw_name, python, _world_readable_dir(os.path.join(root, "tmp-")))
+    proc = _batch(subs, user.pw_name, python, _world_readable_dir(os.path.join(root, "tmp-")),
+                  extra_env={"MYTORCH_GRADER_PROC_MOUNT": "0"})
     assert proc.returncode == 0, proc.stderr
     assert "grading worker" not in proc.stderr
     with open(os.path.join(report_of(subs), "feedback", "alice.json")) as f:
@@ -1208,3 +1249,50 @@ def test_a_helper_stopped_as_the_user_is_killed_and_the_grader_goes_on(sandbox_u
     said = reaper.as_user(user, stop_myself, seconds=1.0)
     assert said is None and 1.0 <= time.monotonic() - start < 10
     assert reaper.as_user(user, lambda: b"fine", seconds=5.0) == b"fine"
+
+
+def test_what_a_batch_killed_hard_left_is_removed_by_the_next_one(sandbox_user):
+    """A batch killed with SIGKILL (as the out-of-memory killer or a reboot ends it) deletes nothing: the users
+    it made, the student code still running as them, and its copies of the submissions stay. The next batch
+    ends and deletes them before it makes a user of its own, and says so; its own are gone at its end."""
+    _, python, home = sandbox_user
+    root = _world_readable_dir(os.path.join(home, "killed-"))
+    temp = _world_readable_dir(os.path.join(root, "tmp-"))
+    marks = _world_readable_dir(os.path.join(root, "marks-"))
+    os.chmod(marks, 0o777)
+    started = os.path.join(marks, "started")
+    subs = os.path.join(root, "subs")
+    make_submission(os.path.join(subs, "alice"),
+                    at_top_of_forward(f"open({started!r}, 'w').close()\nimport time\ntime.sleep(300)"))
+    prefix = "mtk" + secrets.token_hex(3)
+    grader = make_grader_copy(_world_readable_dir(os.path.join(root, "grader-")), TWO_SECTIONS)
+    command = [sys.executable, "-m", "autograder", "batch", subs, "--run-as", prefix + "*", "--python", python,
+               "--jobs", "1", "--timeout", "250"]
+    env = dict(os.environ, PYTHONPATH="", TMPDIR=temp)
+    killed = subprocess.Popen(command, cwd=grader, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while not os.path.exists(started) and killed.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert os.path.exists(started), "the student's code never ran"
+    os.kill(killed.pid, signal.SIGKILL)
+    killed.wait()
+    left = [u for u in pwd.getpwall() if u.pw_name.startswith(prefix)]
+    try:
+        assert left and all(reaper.processes_of(u.pw_uid) for u in left)        # still running as them …
+        assert [n for n in os.listdir(temp) if n.startswith(f"mytorch-batch-{killed.pid}-")]      # … and the copies
+        shutil.rmtree(subs)
+        make_submission(os.path.join(subs, "bob"))
+        again = subprocess.run(command, cwd=grader, env=env, capture_output=True, text=True, timeout=600)
+        assert again.returncode == 0, again.stderr
+        assert f"note: removed what batches killed before their end left: users {left[0].pw_name}" in again.stderr
+        assert "killed before their end left: copies of submissions" in again.stderr, again.stderr
+        assert not [u for u in pwd.getpwall() if u.pw_name.startswith(prefix)]
+        # none runs (a zombie, dead and waiting for init to collect it, runs nothing)
+        running = [pid for u in left for pid in reaper.processes_of(u.pw_uid) if reaper._state(pid) not in ("Z", None)]
+        assert not running, running
+        assert not [n for n in os.listdir(temp) if n.startswith("mytorch-batch-")]
+    finally:
+        for user in left:                                                        # whatever the outcome
+            subprocess.run(["pkill", "-KILL", "-u", str(user.pw_uid)], capture_output=True)
+            subprocess.run(["userdel", user.pw_name], capture_output=True)
+        shutil.rmtree(root, ignore_errors=True)

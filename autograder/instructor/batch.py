@@ -27,8 +27,10 @@ the reason; the others are graded. Without ``--run-as`` it says plainly that the
 """
 import argparse
 import concurrent.futures
+import contextlib
 import json
 import os
+import re
 import stat
 import sys
 import tempfile
@@ -118,6 +120,11 @@ def sandbox_users(parser, value, jobs, python, solution=None, hidden=()):
         return None, cli.resolve_python(parser, python)
     if os.geteuid() != 0:
         parser.error("--run-as needs root")
+    copies, users = sweep_staging(), identities.sweep()   # what batches killed hard left, before any new user
+    for what, swept in (("users", users), ("copies of submissions", copies)):
+        if swept:
+            print(f"note: removed what batches killed before their end left: {what} "
+                  f"{', '.join(untrusted.line(name, 80) for name in swept)}", file=sys.stderr)
     try:
         users = identities.pool(value, jobs)
     except identities.IdentityError as error:
@@ -135,6 +142,30 @@ def sandbox_users(parser, value, jobs, python, solution=None, hidden=()):
         users.close()
         raise
     return users, python
+
+
+STAGING = re.compile(r"mytorch-batch-(\d+)-(\d+)-(\w+)-")   # a batch's copies: its pid, start and boot
+
+
+def staging_folder():
+    """A folder of root's alone for the copies of the submissions, named for this batch (``identities.owner_mark``)
+    so that a later batch knows it for one a killed batch left (``sweep_staging``)."""
+    _, pid, start, boot = identities.owner_mark().rsplit(" ", 3)
+    return tempfile.mkdtemp(prefix=f"mytorch-batch-{pid}-{start}-{boot}-")
+
+
+def sweep_staging():
+    """Remove the copies' folders (root's, in the temporary folder) of batches that are no longer running; their
+    names, as removed."""
+    swept, top = [], tempfile.gettempdir()
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(top):
+            found = STAGING.match(entry.name)
+            if found and entry.is_dir(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_uid == 0 \
+                    and identities.orphaned(" ".join((identities.MARK, *found.groups()))):
+                tree.remove(entry.path)
+                swept.append(entry.path)
+    return swept
 
 
 def stage(source, folder):
@@ -328,7 +359,7 @@ def main(argv):
         reaper.become_subreaper()
         template = zygote.Template(python) if todo and zygote.enabled() else None   # forks each one's zygote
         loaded = grade.references(parts, fresh_seed, solution, args.timeout, args.memory, jobs, python) if todo else None
-        staging = tempfile.mkdtemp(prefix="mytorch-batch-")
+        staging = staging_folder()
         os.chmod(staging, 0o711)                          # others may pass through, to their own copy alone
         prepared = prepare(folder, todo, staging)         # every copy is made before any student code runs
         options = dict(timeout=args.timeout, memory_mb=args.memory, jobs=parts_at_once(jobs, at_once),

@@ -11,8 +11,14 @@ submission while it is graded:
 
 When a lease ends, every process of the user is killed and everything it left (IPC objects, files in the
 shared temporary folders) is removed (``runner.clear_user``) before another submission gets the user.
+
+A batch killed hard (SIGKILL, the out-of-memory killer, a reboot) deletes nothing: the users it made, and
+what still runs as them, would stay. So each user a batch makes carries its maker in its comment field
+(``owner_mark``: the batch's pid, when that process started, and the boot), and the next batch, before it
+makes or leases any user, ends and deletes every user whose maker is gone (``sweep``).
 """
 import contextlib
+import os
 import pwd
 import queue
 import re
@@ -22,6 +28,50 @@ import subprocess
 from autograder.sandbox import reaper, runner
 
 NAME = re.compile(r"[a-z_][a-z0-9_-]{0,20}\Z")          # a prefix useradd accepts, leaving room for the suffix
+
+
+MARK = "mytorch-grader batch"    # the comment field of a user a batch made: MARK PID START BOOT
+
+
+def _boot():
+    """This boot of the machine (the first 8 characters of the kernel's boot id), or '-'."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            return f.read().strip()[:8] or "-"
+    except OSError:
+        return "-"
+
+
+def owner_mark(pid=None):
+    """The mark of a process (this one by default): alive as long as that process is, on this boot."""
+    pid = os.getpid() if pid is None else pid
+    return f"{MARK} {pid} {reaper.start_time(pid)} {_boot()}"
+
+
+def orphaned(mark):
+    """True if ``mark`` (``owner_mark``'s form) names a process that is no longer running: another one now has
+    its pid (another start), or the machine has booted since."""
+    parts = mark.split()
+    if mark.startswith(MARK + " ") and len(parts) == 5 and parts[2].isdigit():
+        return owner_mark(int(parts[2])) != mark
+    return False
+
+
+def sweep():
+    """End and delete every user an earlier batch made whose batch is gone (killed before it could): their
+    processes, IPC objects and temporary files first (``runner.clear_user``). Returns their names."""
+    swept = []
+    for user in pwd.getpwall():
+        if user.pw_uid != 0 and orphaned(user.pw_gecos):
+            runner.clear_user(user)
+            _delete(user.pw_name)
+            swept.append(user.pw_name)
+    return swept
+
+
+def _delete(name):
+    reaper.run([reaper.tool("userdel") or "/usr/sbin/userdel", name], stdin=subprocess.DEVNULL, capture_output=True)
+    reaper.run([reaper.tool("groupdel") or "/usr/sbin/groupdel", name], stdin=subprocess.DEVNULL, capture_output=True)
 
 
 class IdentityError(Exception):
@@ -62,8 +112,7 @@ class Pool:
         for user in self.users:
             runner.clear_user(user)
         for user in self.made:
-            reaper.run([reaper.tool("userdel") or "/usr/sbin/userdel", user.pw_name], stdin=subprocess.DEVNULL, capture_output=True)
-            reaper.run([reaper.tool("groupdel") or "/usr/sbin/groupdel", user.pw_name], stdin=subprocess.DEVNULL, capture_output=True)
+            _delete(user.pw_name)
         self.made = []
 
 
@@ -82,8 +131,8 @@ def pool(value, jobs):
             for _ in range(max(1, jobs)):
                 name = prefix + secrets.token_hex(4)
                 added = reaper.run([useradd, "--system", "--user-group", "--no-create-home", "--shell",
-                                        "/usr/sbin/nologin", name], stdin=subprocess.DEVNULL, capture_output=True,
-                                       text=True)
+                                    "/usr/sbin/nologin", "--comment", owner_mark(), name],
+                                   stdin=subprocess.DEVNULL, capture_output=True, text=True)
                 if added.returncode != 0:
                     raise IdentityError(f"could not create the user {name}: {added.stderr.strip()[-200:]}")
                 made.append(_entry(name))

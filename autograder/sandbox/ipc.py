@@ -1,4 +1,5 @@
-"""System V IPC and POSIX shared memory: what a child makes there must not outlive its part.
+"""System V IPC and POSIX shared memory: what a child makes there must not outlive its part; and the rest of
+what a child would otherwise share with the machine: its ``/proc`` (``own_proc``) and the kernel's keyrings.
 
 A shared memory segment, semaphore set or message queue belongs to the kernel, not to the process that made
 it: killing the process leaves it (and the memory it pins, which no per-process limit counts) until someone
@@ -72,6 +73,28 @@ def own_shm(memory_mb):
         return False                                   # a mount here could reach the machine's: none is made
     options = f"size={memory_mb << 20},nr_inodes={SHM_FILES},mode=1777".encode()
     return _libc.mount(b"tmpfs", SHM, b"tmpfs", MS_NOSUID | MS_NODEV, options) == 0
+
+
+def proc_wanted():
+    """True when a child run as a sandbox user should get a ``/proc`` of its own (``own_proc``): as root, unless
+    MYTORCH_GRADER_PROC_MOUNT=0 turns it off (the defences beneath it are tested that way)."""
+    return (_libc is not None and os.geteuid() == 0
+            and os.environ.get("MYTORCH_GRADER_PROC_MOUNT", "1") != "0")
+
+
+def own_proc():
+    """Give the calling process (single-threaded, still root, about to become a sandbox user) a ``/proc`` of its
+    own, in a mount namespace of its own: a new proc filesystem of the PID namespace it is in (its own, where
+    the grader made one) that shows no process it could not trace (``hidepid=2``). Its user then sees its own
+    processes alone: not the grader's command line, nor any process of another user or submission. Only
+    system calls. True if it worked; nothing changed if the namespace could not be made (a container without
+    CAP_SYS_ADMIN), and the child then sees the machine's processes as before (never their memory: the grader's
+    are non-dumpable and root's)."""
+    if _libc is None or _libc.unshare(CLONE_NEWNS) != 0:
+        return False
+    if _libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None) != 0:
+        return False                                   # a mount here could reach the machine's: none is made
+    return _libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, b"hidepid=2") == 0
 
 
 # keyctl(2): the kernel's key store. A process shares the session keyring of whatever started it, and a uid has

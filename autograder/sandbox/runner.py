@@ -146,6 +146,7 @@ def _limits(memory_mb, cpu_seconds, user, switch_user=True, group=None):
     # of the same user from starting: each child may start PROCESS_LIMIT tasks beyond those running now.
     processes = _tasks_of(user.pw_uid) + PROCESS_LIMIT if user is not None else None
     own_ipc = ipc.wanted()
+    own_proc = user is not None and ipc.proc_wanted()
     hidden = _hidden_from(user)
     keyctl = ipc.keyctl_call()
 
@@ -155,6 +156,8 @@ def _limits(memory_mb, cpu_seconds, user, switch_user=True, group=None):
             ipc.fresh_namespace(memory_mb)
         if hidden and not ipc.hide(hidden):
             raise OSError("the grader could not hide the instructor's files from student code")
+        if own_proc:                                      # as root: its own processes alone (see ipc)
+            ipc.own_proc()
         ipc.own_session_keyring(keyctl)
         resource.setrlimit(resource.RLIMIT_AS, (memory_mb << 20, memory_mb << 20))
         resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
@@ -289,7 +292,7 @@ def _fork(zygote, root, work, fds, memory_mb, timeout, start, user, out_w, task,
                 "open_files": OPEN_FILES, "pid_namespace": pid_namespace() is not None,
                 "user": None if user is None else [user.pw_uid, user.pw_gid, _tasks_of(user.pw_uid) + PROCESS_LIMIT],
                 "task": task, "ipc_namespace": ipc.wanted(), "cgroup": group,
-                "hidden": _hidden_from(user)}
+                "hidden": _hidden_from(user), "own_proc": user is not None and ipc.proc_wanted()}
     extra = []
     if bytecode:
         code_r, code_w = os.pipe()

@@ -174,6 +174,8 @@ def _child(command, fds):
         if command.get("hidden") and not ipc.hide(command["hidden"]):
             sys.stderr.write("the grader could not hide the instructor's files from student code\n")
             raise SystemExit(1)
+        if command.get("own_proc"):                      # as root: its own processes alone (see ipc)
+            ipc.own_proc()
         ipc.own_session_keyring(ipc.keyctl_call())
         import resource
         memory = command["memory_mb"] << 20
