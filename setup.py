@@ -11,7 +11,8 @@ setup(
     packages=["mytorch", "mytorch.nn", "mytorch.optim", "autograder", "autograder.sandbox", "autograder.parts",
               "autograder.diagnosis", "autograder.instructor", "handout"],
     package_data={"autograder": ["data/*.npz", "data/manifest.json"],
-                  "handout": ["assignment/*.md", "student/*", "gradescope/*", "site_pages/*"]},
+                  "handout": ["assignment/*.md", "student/*", "gradescope/*", "prairielearn/*", "autolab/*",
+                             "site_pages/*"]},
     install_requires=["numpy>=1.22", "matplotlib>=3.5", 'tomli>=1.1; python_version < "3.11"'],
     extras_require={
         "test": ["pytest>=7", "pytest-xdist>=3", "nbclient>=0.7", "nbformat>=5.7", "ipykernel>=6", "playwright>=1.40",

@@ -7,6 +7,8 @@
                                [--timeout S] [--fresh-seed [SEED]]
     python -m autograder handin [--submission DIR] [--out handin.tar]
     python -m autograder gradescope [--root /autograder]      (Gradescope's run_autograder calls this)
+    python -m autograder prairielearn [--root /grade]         (a PrairieLearn question's tests/run.sh calls this)
+    python -m autograder autolab [--handin handin.tar]        (an Autolab assessment's Makefile calls this)
     python -m autograder generate [--check]                   (instructors: the reference data)
 
 PART is a part number (2.1) or a section (2). The exit status is 0 whenever grading ran, whatever the score;
@@ -30,6 +32,12 @@ def main(argv=None):
     if argv and argv[0] == "gradescope":
         from autograder.instructor import gradescope
         return gradescope.main(argv[1:])
+    if argv and argv[0] == "prairielearn":
+        from autograder.instructor import prairielearn
+        return prairielearn.main(argv[1:])
+    if argv and argv[0] == "autolab":
+        from autograder.instructor import autolab
+        return autolab.main(argv[1:])
     if argv and argv[0] == "generate":
         if not os.path.isfile(os.path.join(os.path.dirname(os.path.abspath(__file__)), "instructor", "generate.py")):
             print("python -m autograder generate: the reference-data generator ships with the instructor's "

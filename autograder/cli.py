@@ -7,6 +7,7 @@
 import argparse
 import concurrent.futures
 import contextlib
+import dataclasses
 import errno
 import os
 import pwd
@@ -85,6 +86,8 @@ def grade_parser():
     parser.add_argument("--submission", default=None, metavar="DIR", help="folder holding the mytorch to grade")
     # Gradescope mode: a problem for the course staff alone, kept where students cannot see it
     parser.add_argument("--instructor-note", action="append", default=[], help=argparse.SUPPRESS)
+    # another platform's entry: the outputs in this format rather than the course's Gradescope setting
+    parser.add_argument("--output-format", default=None, choices=course.OUTPUT_FORMATS, help=argparse.SUPPRESS)
     add_common(parser)
     return parser
 
@@ -432,7 +435,10 @@ def _grade_checked(parser, args, the_course, parts, root, user, python, python_c
         notes.append(f"graded on fresh cases from seed {fresh_seed}")
 
     def results_file(results, seconds):
-        return report.gradescope(results, seconds, the_course.gradescope, notes,
+        settings = the_course.gradescope
+        if args.output_format:
+            settings = dataclasses.replace(settings, output_format=args.output_format)
+        return report.gradescope(results, seconds, settings, notes,
                                  {"course": the_course.title, "seed": fresh_seed if fresh_seed is not None
                                   else the_course.seed, "fresh_cases": fresh_seed is not None})
 
@@ -464,7 +470,7 @@ def _grade_checked(parser, args, the_course, parts, root, user, python, python_c
             if len(results) != len(parts):
                 results = _placeholder(parts, "the grader stopped before grading this part")
             written = write_results(results_path, results_file(results, time.monotonic() - start), user)
-            if written:
+            if written and not args.output_format:      # (another platform's entry reads the file itself)
                 console.print(f"Results written to {results_path}")
             elif written == "blocked":                  # what is at that path now is not this run's result
                 print(f"The file at {results_path} is not the result of this run.", file=sys.stderr)

@@ -1,5 +1,7 @@
 """python -m handout build [--out DIR] [--config FILE] [--solutions] [--force]
 python -m handout gradescope [--out DIR] [--config FILE] [--fixed-cases] [--force]
+python -m handout prairielearn [--out DIR] [--config FILE] [--image IMAGE] [--force]
+python -m handout autolab [--out DIR] [--config FILE] [--force]
 python -m handout site [--out DIR] [--config FILE] [--solutions] [--force]
 python -m handout tables [--config FILE]      (rewrite the assignment's point tables in this repository)"""
 import argparse
@@ -8,7 +10,7 @@ import sys
 import time
 
 from handout import sections
-from handout.build import HERE, BuildError, build_gradescope, build_handout, load
+from handout.build import HERE, BuildError, build_autolab, build_gradescope, build_handout, build_prairielearn, load
 
 
 def write_tables(config):
@@ -47,13 +49,21 @@ def main(argv=None):
     gradescope.add_argument("--fixed-cases", action="store_true",
                             help="build without the solution: every submission is graded on the stored cases, "
                                  "which the students hold")
+    prairielearn = commands.add_parser("prairielearn", help="a PrairieLearn question graded externally (put DIR "
+                                                            "under the course's questions/)")
+    prairielearn.add_argument("--out", default="build/prairielearn", metavar="DIR")
+    prairielearn.add_argument("--image", default=None, metavar="IMAGE",
+                              help="the grading image: any with Python 3.9 or newer and NumPy (default "
+                                   "prairielearn/grader-python)")
+    autolab = commands.add_parser("autolab", help="an Autolab assessment's autograde.tar and autograde-Makefile")
+    autolab.add_argument("--out", default="build/autolab", metavar="DIR")
     site = commands.add_parser("site", help="the course website, built from the handout (DIR/index.html)")
     site.add_argument("--out", default="build/site", metavar="DIR")
     site.add_argument("--solutions", action="store_true", help="the instructor's site, with the solutions")
     tables = commands.add_parser("tables", help="rewrite the point tables of handout/assignment/ from the course")
-    for command in (student, gradescope, site, tables):
+    for command in (student, gradescope, prairielearn, autolab, site, tables):
         command.add_argument("--config", default=None, metavar="FILE", help="the course (default: course.toml)")
-    for command in (student, gradescope, site):
+    for command in (student, gradescope, prairielearn, autolab, site):
         command.add_argument("--force", action="store_true",
                              help="replace --out even if it is not an earlier build of the same kind")
     args = parser.parse_args(argv)
@@ -74,6 +84,15 @@ def main(argv=None):
             fresh = os.path.isdir(os.path.join(out, "solution"))
             print(f"Gradescope autograder in {out}; upload {archive} (graded on "
                   f"{'fresh cases computed by the solution' if fresh else 'the fixed cases'})")
+        elif args.command == "prairielearn":
+            out = build_prairielearn(args.out, args.config, args.force, **({"image": args.image} if args.image else {}))
+            print(f"PrairieLearn question in {out}: copy it into your course's questions/ (graded on fresh cases "
+                  "computed by the solution in its tests/)")
+        elif args.command == "autolab":
+            tar, makefile = build_autolab(args.out, args.config, args.force)
+            parts = load(args.config).parts()
+            print(f"Autolab autograder: upload {tar} and {makefile}; name the assessment's problems "
+                  f"{', '.join(p.number for p in parts)} (graded on the stored cases)")
         else:
             changed = write_tables(args.config)
             print(f"Point tables rewritten in {', '.join(changed)}" if changed else "Point tables already match")

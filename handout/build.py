@@ -35,6 +35,7 @@ import json
 import os
 import shutil
 import sys
+import uuid
 
 import autograder
 from autograder.parts import course as courses
@@ -336,6 +337,55 @@ def build_gradescope(out, with_solution=None, config=None, force=False, fixed_ca
         check_no_markers(out)
     archive = _zip(out, "gradescope", root_dir=out)
     return out, archive
+
+
+PRAIRIELEARN_IMAGE = "prairielearn/grader-python"     # a Python 3 with NumPy; any image with one will do
+PRAIRIELEARN_TIMEOUT = 300                             # seconds; PrairieLearn allows at most 600
+
+
+def build_prairielearn(out, config=None, force=False, image=PRAIRIELEARN_IMAGE):
+    """A PrairieLearn question in ``out`` (a folder to put under the course's ``questions/``): ``info.json`` with
+    external grading enabled, ``question.html`` with the upload of ``handin.tar``, and ``tests/`` (the grader
+    with the course's data, the solution, and the entrypoint ``run.sh``). Every submission is graded on fresh
+    cases the solution computes, as the Gradescope zip does by default."""
+    course = load(config)
+    out = fresh_output(out, "prairielearn", force)
+    tests = os.path.join(out, "tests")
+    copy_grader(os.path.join(tests, "autograder"), course)
+    shutil.copytree(os.path.join(REPO, "mytorch"), os.path.join(tests, "solution", "mytorch"), ignore=_ignore)
+    shutil.copy(os.path.join(HERE, "prairielearn", "run.sh"), os.path.join(tests, "run.sh"))
+    os.chmod(os.path.join(tests, "run.sh"), 0o755)
+    info = {"uuid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"mytorch:{course.title}")), "title": course.title,
+            "topic": "Recurrent networks", "tags": ["mytorch"], "type": "v3", "singleVariant": True,
+            "gradingMethod": "External",
+            "externalGradingOptions": {"enabled": True, "image": image, "entrypoint": "/grade/tests/run.sh",
+                                       "timeout": PRAIRIELEARN_TIMEOUT}}
+    with open(os.path.join(out, "info.json"), "w", encoding="utf-8") as f:
+        json.dump(info, f, indent=2)
+        f.write("\n")
+    with open(os.path.join(HERE, "prairielearn", "question.html"), encoding="utf-8") as f:
+        page = f.read().format(parts=len(course.parts()), total=course.total)
+    with open(os.path.join(out, "question.html"), "w", encoding="utf-8") as f:
+        f.write(page)
+    return out
+
+
+def build_autolab(out, config=None, force=False):
+    """An Autolab assessment's autograder in ``out``: ``autograde.tar`` (the grader with the course's data) and
+    ``autograde-Makefile``. No solution: Tango runs the grader as the user student code runs as, who could read
+    it, so every submission is graded on the stored cases. Returns the two files' paths."""
+    course = load(config)
+    out = fresh_output(out, "autolab", force)
+    staging = os.path.join(out, ".autograde")
+    try:
+        copy_grader(os.path.join(staging, "autograder"), course)
+        check_no_markers(staging)
+        tar = shutil.make_archive(os.path.join(out, "autograde"), "tar", root_dir=staging, base_dir="autograder")
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    makefile = os.path.join(out, "autograde-Makefile")
+    shutil.copy(os.path.join(HERE, "autolab", "autograde-Makefile"), makefile)
+    return tar, makefile
 
 
 def _zip(out, kind, **where):

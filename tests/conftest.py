@@ -17,7 +17,7 @@ for _threads in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 # under a folder that user cannot enter, that would grade 0 and lock the checkout for the tests after it. So the
 # tests name a user no machine has; test_run_as grades Gradescope mode as a sandbox user it makes, with a Python
 # that user can run.
-os.environ.setdefault("MYTORCH_GRADESCOPE_USER", "mytorch-tests-no-such-user")
+os.environ.setdefault("MYTORCH_GRADER_USER", "mytorch-tests-no-such-user")
 
 import numpy as np  # noqa: E402  (after the threads are set)
 import pytest  # noqa: E402

@@ -84,7 +84,7 @@ def test_gradescope_mode_results_follow_the_specification(tmp_path):
     if os.geteuid() != 0:
         assert any("did not run as root" in n for n in notes)
     else:
-        student = os.environ.get("MYTORCH_GRADESCOPE_USER") or "student"
+        student = os.environ.get("MYTORCH_GRADER_USER") or "student"
         try:
             pwd.getpwnam(student)
         except KeyError:

@@ -267,7 +267,7 @@ def test_batch_isolates_submissions_and_the_grader(sandbox_user):
 def test_gradescope_as_root_runs_student_code_as_its_user_who_can_read_no_solution_and_no_reference(
         sandbox_user, tmp_path):
     """The Gradescope zip as Gradescope runs it: run_autograder as root, with the user setup.sh makes present
-    (a test user of its own, named by MYTORCH_GRADESCOPE_USER) and python3 a Python that user may run. The
+    (a test user of its own, named by MYTORCH_GRADER_USER) and python3 a Python that user may run. The
     submission, the solution plus code that tries the solution's source, the grader's reference data and
     root's privileges, scores 100 on fresh cases: it runs as the user and reaches none of them. The grader
     left them readable by root alone, and has no warning for the course staff."""
@@ -297,7 +297,7 @@ def test_gradescope_as_root_runs_student_code_as_its_user_who_can_read_no_soluti
     sub = make_submission(tmp_path / "sub", at_top_of_forward(probe))
     shutil.copytree(os.path.join(sub, "mytorch"), os.path.join(root, "submission", "mytorch"))
     os.makedirs(os.path.join(root, "results"))
-    env = dict(os.environ, AUTOGRADER_ROOT=root, MYTORCH_GRADESCOPE_USER=user.pw_name,
+    env = dict(os.environ, AUTOGRADER_ROOT=root, MYTORCH_GRADER_USER=user.pw_name,
                PATH=os.path.dirname(python) + os.pathsep + os.environ["PATH"])
     proc = subprocess.run([os.path.join(source, "run_autograder")], env=env, capture_output=True, text=True,
                           timeout=300)
@@ -1296,3 +1296,40 @@ def test_what_a_batch_killed_hard_left_is_removed_by_the_next_one(sandbox_user):
             subprocess.run(["pkill", "-KILL", "-u", str(user.pw_uid)], capture_output=True)
             subprocess.run(["userdel", user.pw_name], capture_output=True)
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_prairielearn_as_root_runs_student_code_as_its_user_who_can_read_no_solution_and_no_reference(
+        sandbox_user, tmp_path):
+    """A PrairieLearn question's entrypoint as PrairieLearn runs it, as root, with the user run.sh makes present
+    (a test user here, named by MYTORCH_GRADER_USER) and python3 a Python that user may run: a submission that
+    tries the solution's source, the reference data and root's privileges scores full marks on fresh cases."""
+    from handout import build
+    make_user, python, home = sandbox_user
+    user = make_user()
+    root = _world_readable_dir(os.path.join(home, "prairielearn-"))     # /grade
+    question = build.build_prairielearn(os.path.join(tmp_path, "question"))
+    shutil.copytree(os.path.join(question, "tests"), os.path.join(root, "tests"))
+    solution_file = os.path.join(root, "tests", "solution", "mytorch", "nn", "rnn_cell.py")
+    references = os.path.join(root, "tests", "autograder", "data")
+    probe = ("import os\n"
+             f"for _place in ({solution_file!r}, {references!r}):\n"
+             "    try:\n"
+             "        os.listdir(_place) if os.path.isdir(_place) else open(_place).close()\n"
+             "    except OSError:\n"
+             "        continue\n"
+             "    raise ValueError('student code reached ' + _place)\n"
+             "if os.getuid() == 0:\n"
+             "    raise ValueError('student code ran as root')\n")
+    sub = make_submission(tmp_path / "sub", at_top_of_forward(probe))
+    shutil.copytree(os.path.join(sub, "mytorch"), os.path.join(root, "student", "mytorch"))
+    env = dict(os.environ, MYTORCH_PL_ROOT=root, MYTORCH_GRADER_USER=user.pw_name,
+               PATH=os.path.dirname(python) + os.pathsep + os.environ["PATH"])
+    proc = subprocess.run(["sh", os.path.join(root, "tests", "run.sh")], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0 and "Traceback" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+    with open(os.path.join(root, "results", "results.json")) as f:
+        results = json.load(f)
+    assert results["score"] == 1.0, [t["output"] for t in results["tests"] if t["points"] < t["max_points"]]
+    assert oct(os.stat(references).st_mode & 0o777) == oct(0o700)             # root's alone, as on Gradescope
+    assert not kit.processes_mentioning("/nonexistent", uid=user.pw_uid)
+    shutil.rmtree(root, ignore_errors=True)

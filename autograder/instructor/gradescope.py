@@ -7,7 +7,7 @@ or folder holding one. Archives are unpacked within limits (``archive``) into a 
 only the ``mytorch`` package found is copied (``isolation.private_copy``) to the folder that is graded, so
 nothing else handed in (an ``autograder`` package, say) is ever on a path the grader reads; both folders are
 removed at the end. When started as root and the user ``student`` exists (setup.sh makes it; the environment
-variable MYTORCH_GRADESCOPE_USER names another), student code runs as that user, and the reference data and
+variable MYTORCH_GRADER_USER names another), student code runs as that user, and the reference data and
 the grader's other folders are made readable by root alone; when ``source/solution/mytorch``
 exists, the solution is made readable by root alone and every submission is graded on fresh cases whose
 references it computes. The results file is written in every case: a submission that breaks a limit (an
@@ -15,6 +15,7 @@ archive, a folder tree too deep or too large) scores 0 with the reason, and any 
 after it started still leaves a valid results file that says so.
 """
 import argparse
+import dataclasses
 import os
 import pwd
 import secrets
@@ -28,7 +29,7 @@ from autograder.grade import PartResult
 from autograder.parts import course, data, spec
 from autograder.sandbox import archive, isolation, tree, untrusted
 
-STUDENT = "student"              # the user setup.sh makes, unless MYTORCH_GRADESCOPE_USER names another
+STUDENT = "student"              # the user setup.sh makes, unless MYTORCH_GRADER_USER names another
 ARCHIVES = 5                     # archives unpacked from one submission
 WALK_LIMIT = 5000                # entries of the submission folder looked at
 WALK_DEPTH = 32                  # levels of folders in it
@@ -67,21 +68,23 @@ def find_package(submission, staging):
     return None
 
 
-def _zero(results, problem, the_course=None, notes=()):
+def _zero(results, problem, the_course=None, notes=(), output_format=None):
     """A results file scoring every part 0 with ``problem`` (the course's parts, or the spec's if the course
     file itself could not be read); ``notes`` go to the course staff alone."""
     parts = the_course.parts() if the_course is not None else spec.PARTS
-    settings = the_course.gradescope if the_course is not None else None
+    settings = the_course.gradescope if the_course is not None else course.Gradescope()
+    if output_format:
+        settings = dataclasses.replace(settings, output_format=output_format)
     cli.write_results(results, report.gradescope([PartResult(p, 0.0, "error", problem) for p in parts], 0.0,
                                                  settings, list(notes)))
 
 
-def instructor_notes(root, grade_args, python=None):
-    """Add the run-as user and fresh cases to ``grade_args`` where this machine allows them; returns what the
-    course staff must know about a mode that fell back (students never see it: it goes to stdout and to the
-    results' ``extra_data``)."""
+def instructor_notes(solution, grade_args, python=None):
+    """Add the run-as user and fresh cases (when ``solution``/mytorch exists) to ``grade_args`` where this
+    machine allows them; returns what the course staff must know about a mode that fell back (students never
+    see it: it goes to stdout and to the results' ``extra_data``)."""
     notes = []
-    student = os.environ.get("MYTORCH_GRADESCOPE_USER") or STUDENT
+    student = os.environ.get("MYTORCH_GRADER_USER") or STUDENT
     if os.geteuid() == 0:
         try:
             pwd.getpwnam(student)
@@ -96,7 +99,6 @@ def instructor_notes(root, grade_args, python=None):
                          "and could read the solution and rewrite its score")
     else:
         notes.append("the grader did not run as root: student code ran as the grader's own user, without isolation")
-    solution = os.path.join(root, "source", "solution")
     if os.path.isfile(os.path.join(solution, "mytorch", "__init__.py")):
         os.chmod(solution, 0o700)
         grade_args += ["--fresh-seed", str(secrets.randbelow(2 ** 31)), "--solution", solution]
@@ -120,7 +122,7 @@ def main(argv):
     the_course = None
     try:
         the_course = course.load_course()
-        return _run(args, root, results, submission, the_course)
+        return grade_upload(submission, results, the_course, os.path.join(root, "source", "solution"), args.python)
     except Exception as error:                            # a fault of the grader: still a results file
         traceback.print_exc()
         _zero(results, f"the autograder failed ({type(error).__name__}): please tell the course staff", the_course,
@@ -128,7 +130,12 @@ def main(argv):
         return 0
 
 
-def _run(args, root, results, submission, the_course):
+def grade_upload(submission, results, the_course, solution, python=None, output_format=None, staff_sees_stdout=True):
+    """Grade what was uploaded into the folder ``submission`` (``find_package``) and write ``results`` in
+    Gradescope's format: every platform's entry does this, then reads the file into its own format. Student
+    code runs as the platform's sandbox user where there is one (``instructor_notes``), on fresh cases when
+    ``solution``/mytorch exists. ``output_format``: the outputs' format, if not the course's. Notes for the
+    course staff are printed too where students never see the standard output (``staff_sees_stdout``)."""
     staging, work = tempfile.mkdtemp(prefix="handed-in-"), tempfile.mkdtemp(prefix="submission-")
     os.chmod(work, 0o755)
     try:
@@ -140,20 +147,23 @@ def _run(args, root, results, submission, the_course):
         except (archive.UnpackError, isolation.CopyError, OSError) as error:
             found, problem = None, f"the submission could not be unpacked ({untrusted.line(str(error), 600)})"
         if found is None:
-            _zero(results, problem, the_course)
+            _zero(results, problem, the_course, output_format=output_format)
             print(problem)
             return 0
         grade_args = ["--gradescope", "--json", results, "--submission", work]
-        if args.python:
-            grade_args += ["--python", args.python]
-        for note in instructor_notes(root, grade_args, args.python):
+        if python:
+            grade_args += ["--python", python]
+        if output_format:
+            grade_args += ["--output-format", output_format]
+        for note in instructor_notes(solution, grade_args, python):
             grade_args += ["--instructor-note", note]
-            print(f"INSTRUCTOR WARNING: {note}")          # stdout: shown to the course staff alone
+            if staff_sees_stdout:
+                print(f"INSTRUCTOR WARNING: {note}")      # Gradescope's stdout: shown to the course staff alone
         try:
             return cli.main_grade(grade_args)
         except SystemExit:                                # a setup problem, already explained on stderr
             _zero(results, "the autograder could not start: please tell the course staff", the_course,
-                  ["the grader could not start: its stderr says why"])
+                  ["the grader could not start: its stderr says why"], output_format)
             return 0
     finally:
         tree.remove(staging)

@@ -54,8 +54,9 @@ def main(argv):
         for name in files:
             tar.add(os.path.join(root, name), arcname=name, recursive=False)
     console.print(f"Wrote {args.out} with {len(files)} files from {root}.\n"
-                  f"Upload {os.path.abspath(args.out)} to this assignment on Gradescope (the file itself, not a "
-                  "folder or a zip of it); Gradescope grades it again on its own copy of these tests.")
+                  f"Upload {os.path.abspath(args.out)} to this assignment (the file itself, not a folder or a zip "
+                  "of it: Gradescope, PrairieLearn or Autolab, as your course says); it is graded again there, on "
+                  "the course's own copy of these tests.")
     return 0
 
 
