@@ -85,7 +85,8 @@ def proc_wanted():
 def own_proc():
     """Give the calling process (single-threaded, still root, about to become a sandbox user) a ``/proc`` of its
     own, in a mount namespace of its own: a new proc filesystem of the PID namespace it is in (its own, where
-    the grader made one) that shows no process it could not trace (``hidepid=2``). Its user then sees its own
+    the zygote forked it into one; a spawned child's gets another, of its own namespace, from ``unshare
+    --mount-proc``) that shows no process it could not trace (``hidepid=2``). Its user then sees its own
     processes alone: not the grader's command line, nor any process of another user or submission. Only
     system calls. True if it worked; nothing changed if the namespace could not be made (a container without
     CAP_SYS_ADMIN), and the child then sees the machine's processes as before (never their memory: the grader's

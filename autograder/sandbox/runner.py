@@ -195,6 +195,21 @@ def pid_namespace():
     return _unshare[0]
 
 
+_mount_proc = []                # [True or False], once known
+
+
+def mount_proc(unshare):
+    """True when ``unshare --mount-proc`` works here (as root, where a proc filesystem can be mounted)."""
+    if not _mount_proc:
+        try:
+            probe = reaper.run([unshare, "--pid", "--fork", "--kill-child", "--mount-proc", "true"],
+                               capture_output=True, timeout=10)
+            _mount_proc.append(probe.returncode == 0)
+        except (OSError, subprocess.SubprocessError):
+            _mount_proc.append(False)
+    return _mount_proc[0]
+
+
 def cpu_limit(timeout):
     """A child's soft limit on CPU seconds (RLIMIT_CPU; the hard one is a second more) for a part's ``timeout``."""
     return int(timeout) + 1
@@ -311,7 +326,10 @@ def _start(python, root, work, fds, memory_mb, timeout, start, user, out_w, grou
     unshare = pid_namespace()
     if unshare is not None:
         who = ["--setgid", str(user.pw_gid), "--setuid", str(user.pw_uid)] if user is not None else []
-        args = [unshare, "--pid", "--fork", "--kill-child"] + who + ["--"] + args
+        # the /proc that _limits mounted is of the grader's PID namespace (it runs before unshare makes the
+        # child's): a proc of the child's own namespace over it, where this unshare can mount one
+        proc = ["--mount-proc"] if user is not None and ipc.proc_wanted() and mount_proc(unshare) else []
+        args = [unshare, "--pid", "--fork", "--kill-child"] + proc + who + ["--"] + args
     limits = _limits(memory_mb, cpu_limit(timeout), user, switch_user=unshare is None, group=group)
     return reaper.spawn(lambda: subprocess.Popen(
         args, cwd=work, stdin=subprocess.DEVNULL, stdout=out_w, stderr=out_w, env=env, pass_fds=fds,
