@@ -106,7 +106,9 @@ def test_every_submission_gets_one_row_with_its_total_and_reason(graded_class):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert f"Found {len(EXPECTED)} submissions" in proc.stdout
     assert (f"{len(EXPECTED)} submissions found, {len(EXPECTED)} rows written:\n  scores     {report / 'scores.csv'}\n"
-            f"  feedback   {report / 'feedback'}\n  the class  {report / 'report.md'}\n") in proc.stdout
+            f"  feedback   {report / 'feedback'}\n  the class  {report / 'report.md'} (its histogram: totals.svg)\n"
+            f"  gradebook  {report / 'gradebook.csv'} (Canvas's gradebook import)\n") in proc.stdout
+    assert (report / "totals.svg").exists() and (report / "gradebook.csv").exists()
     assert "warning: no isolation" in proc.stderr and all(len(line) <= 80 for line in proc.stderr.splitlines())
     assert "note: graded on the stored cases" in proc.stderr and "--fresh-seed grades on new" in proc.stderr
     rows = _rows(report / "scores.csv")
@@ -369,3 +371,33 @@ def test_a_fresh_seed_batch_without_run_as_grades_and_says_nothing_of_stored_cas
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
     assert "warning: no isolation" in proc.stderr and "stored cases" not in proc.stderr
     assert [r[0] for r in _rows(report_of(subs) / "scores.csv")[1:]] == ["alice"]
+
+
+def test_a_copy_is_root_s_again_before_its_user_is_lent_to_the_next_submission(tmp_path, monkeypatch):
+    """A lease ends by handing its user to the next submission; the copy it graded is root's alone by then (it
+    was removed only after, and the next submission's code, as the same user, could have read it)."""
+    import contextlib
+    import pwd
+    import stat
+
+    from autograder.instructor import batch
+    if os.geteuid() != 0:
+        pytest.skip("lending a copy to a user needs root")
+    nobody = pwd.getpwnam("nobody")
+    copy = tmp_path / "1" / "graded" / "mytorch"
+    copy.mkdir(parents=True)
+    seen = {}
+
+    class Pool:
+        @contextlib.contextmanager
+        def lease(self):
+            yield nobody
+            folder = os.stat(copy.parent)                  # as the user goes back to the pool
+            seen["owner"], seen["mode"] = folder.st_uid, stat.S_IMODE(folder.st_mode)
+
+    def graded(root, parts, user=None, **options):
+        seen["during"] = os.stat(copy.parent).st_uid
+        return []
+    monkeypatch.setattr(batch.grade, "grade", graded)
+    assert batch._grade_copy(str(copy), [], Pool(), {}) == ([], "")
+    assert seen == {"during": nobody.pw_uid, "owner": 0, "mode": 0o700}

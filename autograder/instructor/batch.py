@@ -187,6 +187,13 @@ def lend(copy, user):
     os.chmod(folder, 0o500)
 
 
+def reclaim(copy):
+    """Take the copy back from the user it was lent to: root's alone again."""
+    folder = os.path.dirname(copy)
+    os.chown(folder, 0, 0)
+    os.chmod(folder, 0o700)
+
+
 def prepare(folder, names, staging):
     """Every submission of ``names`` located, unpacked and copied into ``staging`` before any student code runs:
     {name: (Located, the graded copy of its package, or the error that refused it, or None)}. Each
@@ -205,8 +212,8 @@ def prepare(folder, names, staging):
 
 def grade_one(located, copy, parts, users, **options):
     """(results, reason) of one prepared submission; whatever goes wrong, a score of 0 for every part with the
-    reason, so the class is graded on. The copy is removed once its user's lease has ended (no process of it
-    is left), so the user's next submission cannot read it."""
+    reason, so the class is graded on. The copy is root's alone again before its user's lease ends (``reclaim``),
+    so the user's next submission cannot read it, and removed once no process of that user is left."""
     try:
         if isinstance(copy, Exception):
             located.reason = f"the submission could not be copied ({untrusted.line(str(copy), 300)})"
@@ -225,7 +232,10 @@ def _grade_copy(copy, parts, users, options):
             return grade.grade(os.path.dirname(copy), parts, user=None, **options), ""
         with users.lease() as user:
             lend(copy, user)
-            return grade.grade(os.path.dirname(copy), parts, user=user, **options), ""
+            try:
+                return grade.grade(os.path.dirname(copy), parts, user=user, **options), ""
+            finally:
+                reclaim(copy)                             # before another submission may be graded as user
     except Exception as error:
         reason = (f"the grader failed on this submission ({type(error).__name__}: "
                   f"{untrusted.line(str(error), 300)}); please report it")
@@ -399,7 +409,8 @@ def main(argv):
     print(f"{_count(len(names), 'submission')} found, {_count(len(class_rows), 'row')} written:\n"
           f"  scores     {os.path.join(report_dir, 'scores.csv')}\n"
           f"  feedback   {os.path.join(report_dir, class_report.FEEDBACK)}\n"
-          f"  the class  {os.path.join(report_dir, 'report.md')}")
+          f"  the class  {os.path.join(report_dir, 'report.md')} (its histogram: totals.svg)\n"
+          f"  gradebook  {os.path.join(report_dir, 'gradebook.csv')} (Canvas's gradebook import)")
     return 0 if len(class_rows) == len(names) else 1
 
 
