@@ -68,7 +68,8 @@ def reference(part, fresh_seed, solution, timeout, memory_mb, manifest, python=N
         return error
 
 
-def grade_part(part, part_data, root, timeout, memory_mb, verbose, user, python=None, worker=None, bytecode=None):
+def grade_part(part, part_data, root, timeout, memory_mb, verbose, user, python=None, worker=None, bytecode=None,
+               budget=None):
     if isinstance(part_data, data.ReferenceDataError):
         return PartResult(part, 0.0, "error", f"Cannot grade this part: {part_data}")
     try:
@@ -76,7 +77,7 @@ def grade_part(part, part_data, root, timeout, memory_mb, verbose, user, python=
                                     user=user, python=python, zygote=worker, bytecode=bytecode)
 
         def diagnose(k, wrong):                 # a failing case re-run with tracing: the first wrong quantity
-            return matching.diagnose_case(part_data, k, root, wrong, timeout, memory_mb, user, python,
+            return matching.diagnose_case(part_data, k, root, wrong, timeout, memory_mb, user, python, budget,
                                            zygote=worker, bytecode=bytecode)
         result = judge(part, part_data, outcome, verbose, diagnose)
         result.starved = outcome.starved
@@ -159,10 +160,11 @@ def grade(root, parts=None, timeout=20.0, memory_mb=1024, verbose=False, fresh_s
                 elif callable(loaded):
                     loaded = loaded()
                 bytecode = compiling.result()                                       # compiled once, not per part
+            budget = matching.Budget()                    # the grading process's time on this one's diagnoses
 
             def graded(part, part_data):
                 result = grade_part(part, part_data, root, timeout, memory_mb, verbose, user, python, worker,
-                                    bytecode)
+                                    bytecode, budget)
                 if progress is not None and not (result.starved or result.fault):
                     progress(result)
                 return result
@@ -175,7 +177,7 @@ def grade(root, parts=None, timeout=20.0, memory_mb=1024, verbose=False, fresh_s
                 with gate.alone():
                     start = time.monotonic()
                     results[k] = grade_part(result.part, part_data, root, timeout, memory_mb, verbose, user,
-                                            python, worker, bytecode)
+                                            python, worker, bytecode, budget)
                     alone += time.monotonic() - start
                 results[k].alone = True
                 results[k].why_alone = "timed out starved of CPU" if result.starved else "the grader failed on it"

@@ -565,3 +565,18 @@ def test_a_forged_trace_loses_its_diagnosis_at_the_deadline_not_the_grade():
         matching.explain(reference, forged, part_data.configs[3], deadline=time.monotonic() + 0.3)
     assert time.monotonic() - start < 2.0
     assert 0 < matching.DIAGNOSIS_SECONDS <= 5
+
+
+def test_a_submission_s_diagnoses_share_one_budget():
+    """Each failing part may cost the grading process DIAGNOSIS_SECONDS of matching; a submission whose every
+    part sends a forged trace costs it SUBMISSION_SECONDS in all: once spent, no diagnosis starts (none runs
+    a child or reads a trace: here there is none to read)."""
+    budget = matching.Budget(1.0)
+    first = budget.deadline()
+    assert first is not None and first - time.monotonic() <= 1.0
+    budget.spend(0.4)
+    assert budget.deadline() - time.monotonic() <= 0.6                    # what is left, not a part's whole
+    budget.spend(0.7)
+    assert budget.deadline() is None
+    assert matching.diagnose_case(None, 0, "/nonexistent", budget=budget) == []
+    assert matching.DIAGNOSIS_SECONDS <= matching.SUBMISSION_SECONDS <= 4 * matching.DIAGNOSIS_SECONDS

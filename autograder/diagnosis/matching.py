@@ -38,6 +38,7 @@ import difflib
 import functools
 import math
 import re
+import threading
 import time
 
 import numpy as np
@@ -53,6 +54,7 @@ RECORD_LIMIT = 5000              # records accepted from one trace
 # the seconds the matching may take before the diagnosis is given up (never the grade)
 MATCHES_KEPT = 16
 DIAGNOSIS_SECONDS = 5.0
+SUBMISSION_SECONDS = 10.0        # … and all the diagnoses of one submission, its parts together
 SHOWN_RIGHT = 4                  # right quantities named before the wrong one
 GATES = {"GRUCell": ("r", "z", "n"), "LSTMCell": ("i", "f", "g", "o"), "GMUCell": ("i", "m", "o"),
          "TGRUCell": ("z", "f", "o"), "GRUBlockCell": ("r", "u")}
@@ -595,9 +597,32 @@ def without_source(trace):
                  {frame: (*entry[:3], "") for frame, entry in trace.callers.items()})
 
 
-def diagnose_case(part_data, k, root, wrong=(), timeout=20.0, memory_mb=1024, user=None, python=None, **child):
+class Budget:
+    """The seconds the grading process may spend matching the traces of one submission, its parts together
+    (each part's at most DIAGNOSIS_SECONDS): forged traces in every failing part cost it SUBMISSION_SECONDS in
+    all, and a few diagnoses' more while they end (parts are judged at once)."""
+
+    def __init__(self, seconds=SUBMISSION_SECONDS):
+        self.left, self._lock = seconds, threading.Lock()
+
+    def deadline(self):
+        """When a diagnosis starting now must stop, or None if none may start."""
+        with self._lock:
+            return time.monotonic() + min(DIAGNOSIS_SECONDS, self.left) if self.left > 0 else None
+
+    def spend(self, seconds):
+        with self._lock:
+            self.left -= seconds
+
+
+def diagnose_case(part_data, k, root, wrong=(), timeout=20.0, memory_mb=1024, user=None, python=None, budget=None,
+                  **child):
     """Lines saying where case k of the submission in ``root`` first goes wrong; [] if that cannot be said.
-    ``wrong``: (label, got, expected) of the outputs that differ; ``child``: as for ``trace_case``."""
+    ``wrong``: (label, got, expected) of the outputs that differ; ``budget``: the submission's ``Budget`` (a
+    fresh one if None); ``child``: as for ``trace_case``."""
+    budget = budget or Budget()
+    if budget.deadline() is None:
+        return []
     try:
         reference = reference_trace(part_data, k, timeout, memory_mb, python)
         if reference is None or not reference.records:
@@ -609,7 +634,13 @@ def diagnose_case(part_data, k, root, wrong=(), timeout=20.0, memory_mb=1024, us
         # a layer's forward outputs graded right in this case: what differs comes from its backward
         forward_right = "Y" in part_data.expected[k] and not any(
             label.startswith(("Y", "state_T")) for label, _, _ in wrong)
-        return explain(reference, traced[0], part_data.configs[k], gate_blocks(wrong, part_data.configs[k]),
-                       forward_right, time.monotonic() + DIAGNOSIS_SECONDS)
+        deadline, start = budget.deadline(), time.monotonic()
+        if deadline is None:
+            return []
+        try:
+            return explain(reference, traced[0], part_data.configs[k], gate_blocks(wrong, part_data.configs[k]),
+                           forward_right, deadline)
+        finally:
+            budget.spend(time.monotonic() - start)
     except Exception:                   # the diagnosis is a courtesy: it never costs the grade or the run
         return []
