@@ -70,6 +70,10 @@ def source_only(root, pycs=None):
     import importlib.util
     import marshal
     top = os.path.realpath(root)
+    # a Python inside the submission's folder (a student's .venv in their checkout) is not the submission: its
+    # NumPy's compiled modules load as always
+    python = [p for p in {os.path.realpath(q) for q in (sys.prefix, sys.exec_prefix, sys.base_prefix)}
+              if p.startswith(top + os.sep)]
     pycs = dict(pycs or {})
     real_folders = {}            # folder -> its realpath: each import asks of a file in a folder asked of before
 
@@ -84,7 +88,8 @@ def source_only(root, pycs=None):
 
     def inside(path):
         path = real(path)
-        return path == top or path.startswith(top + os.sep)
+        return (path == top or path.startswith(top + os.sep)) and not any(
+            path == p or path.startswith(p + os.sep) for p in python)
 
     sources = machinery.FileFinder.path_hook((machinery.SourceFileLoader, machinery.SOURCE_SUFFIXES))
 
