@@ -264,6 +264,19 @@ def test_batch_isolates_submissions_and_the_grader(sandbox_user):
     assert not kit.processes_mentioning("/nonexistent", uid=user.pw_uid)
 
 
+def _reach_probe(solution_file, references):
+    """Code that fails a case if student code can read the solution's source or the reference data, or is root."""
+    return ("import os\n"
+            f"for _place in ({solution_file!r}, {references!r}):\n"
+            "    try:\n"
+            "        os.listdir(_place) if os.path.isdir(_place) else open(_place).close()\n"
+            "    except OSError:\n"
+            "        continue\n"
+            "    raise ValueError('student code reached ' + _place)\n"
+            "if os.getuid() == 0:\n"
+            "    raise ValueError('student code ran as root')\n")
+
+
 def test_gradescope_as_root_runs_student_code_as_its_user_who_can_read_no_solution_and_no_reference(
         sandbox_user, tmp_path):
     """The Gradescope zip as Gradescope runs it: run_autograder as root, with the user setup.sh makes present
@@ -285,15 +298,7 @@ def test_gradescope_as_root_runs_student_code_as_its_user_who_can_read_no_soluti
     solution_file = os.path.join(source, "solution", "mytorch", "nn", "rnn_cell.py")
     references = os.path.join(source, "autograder", "data")
     assert os.path.isfile(solution_file) and os.listdir(references)
-    probe = ("import os\n"
-             f"for _place in ({solution_file!r}, {references!r}):\n"
-             "    try:\n"
-             "        os.listdir(_place) if os.path.isdir(_place) else open(_place).close()\n"
-             "    except OSError:\n"
-             "        continue\n"
-             "    raise ValueError('student code reached ' + _place)\n"
-             "if os.getuid() == 0:\n"
-             "    raise ValueError('student code ran as root')\n")
+    probe = _reach_probe(solution_file, references)
     sub = make_submission(tmp_path / "sub", at_top_of_forward(probe))
     shutil.copytree(os.path.join(sub, "mytorch"), os.path.join(root, "submission", "mytorch"))
     os.makedirs(os.path.join(root, "results"))
@@ -1316,15 +1321,7 @@ def test_prairielearn_as_root_runs_student_code_as_its_user_who_can_read_no_solu
     shutil.copytree(os.path.join(question, "tests"), os.path.join(root, "tests"))
     solution_file = os.path.join(root, "tests", "solution", "mytorch", "nn", "rnn_cell.py")
     references = os.path.join(root, "tests", "autograder", "data")
-    probe = ("import os\n"
-             f"for _place in ({solution_file!r}, {references!r}):\n"
-             "    try:\n"
-             "        os.listdir(_place) if os.path.isdir(_place) else open(_place).close()\n"
-             "    except OSError:\n"
-             "        continue\n"
-             "    raise ValueError('student code reached ' + _place)\n"
-             "if os.getuid() == 0:\n"
-             "    raise ValueError('student code ran as root')\n")
+    probe = _reach_probe(solution_file, references)
     sub = make_submission(tmp_path / "sub", at_top_of_forward(probe))
     shutil.copytree(os.path.join(sub, "mytorch"), os.path.join(root, "student", "mytorch"))
     env = dict(os.environ, MYTORCH_PL_ROOT=root, MYTORCH_GRADER_USER=user.pw_name,
