@@ -5,8 +5,8 @@ Imports the grading core (``autograder.grade``, ``autograder.cli``) and every pa
     batch         python -m autograder batch: a class folder graded in parallel, feedback and a class report
     submissions   what a class folder holds, one submission each, and where its ``mytorch`` is
     class_report  what a batch leaves for the instructor: feedback files, report.md, gradebook.csv
-    gradescope    Gradescope's entry: /autograder/submission graded into results.json; and the upload grader
-                  every platform's entry shares (grade_upload)
+    upload        an upload located, unpacked within limits, copied and graded: what every platform's entry does
+    gradescope    Gradescope's entry: /autograder/submission graded into results.json
     prairielearn  PrairieLearn's external grader: /grade/student graded into /grade/results/results.json
     autolab       Autolab's autograder: handin.tar graded, the scores printed on the last line
     handin        python -m autograder handin: the student's tar, graded locally first

@@ -7,7 +7,7 @@ empty folder and runs ``make`` there (``python -m handout autolab`` builds both:
 grader and calls this). Autolab shows the student everything printed, and reads the scores from its last
 line: ``{"scores": {PART: points, ...}, "scoreboard": [total]}``, one entry per part of the course (name the
 assessment's problems after them), summing to the total. The lines before it are the report the local grader
-prints: the same parts, points, feedback and diagnosis as on every platform (``gradescope.grade_upload``).
+prints: the same parts, points, feedback and diagnosis as on every platform (``upload.grade_upload``).
 
 Tango runs ``make`` as an unprivileged user, the same one student code then runs as: nothing the grader reads
 can be kept from it. So the bundle holds no solution (a submission could import it): it grades on the stored
@@ -23,7 +23,7 @@ import sys
 import tempfile
 import traceback
 
-from autograder.instructor import gradescope
+from autograder.instructor import upload
 from autograder.parts import course, spec
 from autograder.sandbox import archive, tree, untrusted
 
@@ -70,8 +70,8 @@ def main(argv):
             print(untrusted.line(problem, 300))
             line = _zeros(parts)
         else:
-            gradescope.grade_upload(submission, results, the_course, os.path.join(scratch, "no-solution"),
-                                    output_format="text", staff_sees_stdout=False)
+            upload.grade_upload(submission, results, the_course, None, output_format="text",
+                                staff_sees_stdout=False)
             with open(results, encoding="utf-8") as f:
                 line = scores_line(json.load(f))
     except Exception as error:                            # a fault of the grader: still a scores line

@@ -10,8 +10,8 @@ archive at DIR's top. It prints how many it found and how many rows it wrote: th
 tables and report (``class_report``). Started again after an interruption it grades only what has no feedback
 from the same grader and seed yet (``--regrade``: all of it). REPORT is never inside DIR: every folder there
 is a submission, and one a student named like the report, shaped like one (feedback claiming full marks, a
-seed they chose), is graded like any other instead of being read as the grader's own. One seed is drawn for the whole batch (and kept for a
-resumed run), so every submission is graded on the same cases.
+seed they chose), is graded like any other instead of being read as the grader's own. One seed is drawn for
+the whole batch (and kept for a resumed run), so every submission is graded on the same cases.
 
 Isolation, which is why a class is graded as root with ``--run-as`` (unprivileged users made for grading;
 see ``identities``): every reference is read once before any student code runs; every submission's
@@ -150,7 +150,7 @@ STAGING = re.compile(r"mytorch-batch-(\d+)-(\d+)-(\w+)-")   # a batch's copies: 
 def staging_folder():
     """A folder of root's alone for the copies of the submissions, named for this batch (``identities.owner_mark``)
     so that a later batch knows it for one a killed batch left (``sweep_staging``)."""
-    _, pid, start, boot = identities.owner_mark().rsplit(" ", 3)
+    pid, start, boot = identities.owner()
     return tempfile.mkdtemp(prefix=f"mytorch-batch-{pid}-{start}-{boot}-")
 
 

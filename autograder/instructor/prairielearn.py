@@ -5,7 +5,7 @@
 PrairieLearn copies a question's ``tests/`` to /grade/tests (here: the grader, its data, the solution and
 ``run.sh``, the entrypoint), the student's files to /grade/student (``handin.tar``, from ``pl-file-upload``)
 and its data to /grade/data/data.json, starts the entrypoint, and reads /grade/results/results.json, which
-must exist when it ends. The upload is graded exactly as on Gradescope (``gradescope.grade_upload``: the same
+must exist when it ends. The upload is graded exactly as on Gradescope (``upload.grade_upload``: the same
 parts, points, feedback and diagnosis; student code as the unprivileged user ``student``, which run.sh
 makes, where the entrypoint runs as root; fresh cases computed by the solution, made readable by root alone),
 into Gradescope's format first, then written in PrairieLearn's (its externalGrading.md, "Grading results"):
@@ -22,7 +22,7 @@ import tempfile
 import traceback
 
 from autograder.diagnosis import report
-from autograder.instructor import gradescope
+from autograder.instructor import upload
 from autograder.parts import course
 from autograder.sandbox import isolation, tree
 
@@ -64,7 +64,7 @@ def main(argv):
     try:
         the_course = course.load_course()
         staged = os.path.join(scratch, "results.json")
-        gradescope.grade_upload(submission, staged, the_course, os.path.join(root, "tests", "solution"),
+        upload.grade_upload(submission, staged, the_course, os.path.join(root, "tests", "solution"),
                                 args.python, output_format="text", staff_sees_stdout=False)
         with open(staged, encoding="utf-8") as f:
             payload = from_gradescope(json.load(f))

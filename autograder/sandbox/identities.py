@@ -42,10 +42,15 @@ def _boot():
         return "-"
 
 
-def owner_mark(pid=None):
-    """The mark of a process (this one by default): alive as long as that process is, on this boot."""
+def owner(pid=None):
+    """(pid, start, boot) of a process (this one by default): they name it as long as it runs, on this boot."""
     pid = os.getpid() if pid is None else pid
-    return f"{MARK} {pid} {reaper.start_time(pid)} {_boot()}"
+    return pid, reaper.start_time(pid), _boot()
+
+
+def owner_mark(pid=None):
+    """The mark of a process (this one by default), as a user's comment field holds it."""
+    return " ".join(map(str, (MARK, *owner(pid))))
 
 
 def orphaned(mark):
