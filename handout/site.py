@@ -17,6 +17,7 @@ The site is made FROM a handout build, never from a second stripping pipeline:
 4. The leak check of ``handout.leaks`` runs again on the generated site, on the text of every page (code
    highlighting split into spans is joined back first): any solution line in it fails the build.
 """
+import atexit
 import hashlib
 import html
 import json
@@ -37,6 +38,7 @@ EXECUTION_TIMEOUT = 300            # seconds per cell; the slowest cell here tak
 # two kernels run at once, so a thread pool only spins (07_training: 8.0 s and 7.1 s of CPU with one thread,
 # 9.8 s and 14.1 s with a pool, on two cores)
 KERNEL_THREADS = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+KERNEL_STARTS = 3                  # tries to start a notebook's kernel before the build fails
 
 
 def _default_cache():
@@ -83,20 +85,38 @@ def execute_notebook(path, library_root):
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
 
-    notebook = nbformat.read(path, as_version=4)
     env = {**KERNEL_THREADS, **os.environ,
            "PYTHONPATH": os.pathsep.join([library_root, os.environ.get("PYTHONPATH", "")]),
            "MPLBACKEND": "module://matplotlib_inline.backend_inline", "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
-    # a busy machine may deliver a cell's last outputs (a figure) seconds after the cell ended: wait for them
-    # rather than drop them (nbclient's default: 4 s, then silently without them)
-    client = NotebookClient(notebook, timeout=EXECUTION_TIMEOUT, kernel_name="python3", record_timing=False,
-                            iopub_timeout=60, raise_on_iopub_timeout=True,
-                            resources={"metadata": {"path": os.path.dirname(path)}})
-    try:
-        client.execute(env=env, stderr=subprocess.DEVNULL)   # the kernel's own start-up chatter
-    except CellExecutionError as error:
-        raise BuildError(f"{os.path.basename(path)} does not execute with the solution:\n{error}") from None
-    return notebook
+    said = ""
+    for _ in range(KERNEL_STARTS):
+        notebook = nbformat.read(path, as_version=4)
+        # a busy machine may deliver a cell's last outputs (a figure) seconds after the cell ended: wait for
+        # them rather than drop them (nbclient's default: 4 s, then silently without them)
+        client = NotebookClient(notebook, timeout=EXECUTION_TIMEOUT, kernel_name="python3", record_timing=False,
+                                iopub_timeout=60, raise_on_iopub_timeout=True,
+                                resources={"metadata": {"path": os.path.dirname(path)}})
+        with tempfile.TemporaryFile() as stderr:     # the kernel's own chatter, shown only if it fails to start
+            try:
+                client.execute(env=env, stderr=stderr)
+            except CellExecutionError as error:
+                raise BuildError(f"{os.path.basename(path)} does not execute with the solution:\n{error}") from None
+            except RuntimeError as error:
+                if not _kernel_failed_to_start(error):
+                    raise
+                atexit.unregister(client._cleanup_kernel)   # nbclient cleaned up already; its hook would fail
+                stderr.seek(0)
+                said = f"{error}\n{stderr.read()[-2000:].decode(errors='replace')}"
+                continue
+        return notebook
+    raise BuildError(f"{os.path.basename(path)}: a kernel failed to start {KERNEL_STARTS} times; the last said:\n"
+                     f"{said}")
+
+
+def _kernel_failed_to_start(error):
+    """Whether nbclient's ``RuntimeError`` says the kernel died or went silent before its first reply: a
+    start-up failure (two kernels starting at once may pick the same free port), not the notebook's."""
+    return any(words in str(error) for words in ("before replying to kernel_info", "respond to heartbeats"))
 
 
 def _cache(cache_dir, library_root):

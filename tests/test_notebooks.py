@@ -61,3 +61,22 @@ def test_a_kernel_gets_one_blas_thread_unless_the_environment_names_more(tmp_pat
     nbformat.write(nbformat.v4.new_notebook(cells=[cell]), path)
     ran = site.execute_notebook(path, REPO)
     assert ran.cells[0].outputs[0].text.split() == ["1", "3"]
+
+
+def test_a_kernel_that_dies_at_start_is_retried_then_named_with_what_it_said(tmp_path):
+    """A kernel that dies before its first reply (two kernels starting at once can pick the same free port) is
+    started again; one that never starts fails the build with its own last words, not nbclient's traceback."""
+    from handout import site
+    from handout.build import BuildError
+    (tmp_path / "sitecustomize.py").write_text(
+        "import os, sys\n"
+        "marks = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'starts')\n"
+        "open(marks, 'a').write('x')\n"
+        "sys.stderr.write('refusing to start for the test\\n'); sys.stderr.flush(); os._exit(3)\n")
+    with pytest.raises(BuildError) as raised:
+        site.execute_notebook(NOTEBOOKS[0], str(tmp_path))
+    message = str(raised.value)
+    assert message.startswith(f"{os.path.basename(NOTEBOOKS[0])}: a kernel failed to start {site.KERNEL_STARTS} times")
+    assert "Kernel died before replying to kernel_info" in message
+    assert "refusing to start for the test" in message
+    assert (tmp_path / "starts").read_text() == "x" * site.KERNEL_STARTS
