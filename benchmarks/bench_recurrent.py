@@ -154,9 +154,10 @@ def measure(cells, configs, dtypes, bidirectional, count, pause, clock):
                         continue
                     times = rounds(runs, count, pause, clock)
                     fast_seconds = sorted(times["fast"])[len(times["fast"]) // 2]
+                    spread = (max(times["fast"]) - min(times["fast"])) / 2 / fast_seconds
                     gflops = peers.total_flops(cell, *size, 2 if both else 1) / fast_seconds / 1e9
                     rows.append(dict(config=config_name, dtype=np.dtype(dtype).name, cell=cell,
-                                     directions=2 if both else 1, ms=fast_seconds * 1e3, gflops=gflops,
+                                     directions=2 if both else 1, ms=fast_seconds * 1e3, spread=spread, gflops=gflops,
                                      peak=gflops / peaks[dtype],
                                      ratios={p: paired_ratio(times, "fast", p) if p in times else None
                                              for p in PEERS}))
@@ -166,7 +167,7 @@ def measure(cells, configs, dtypes, bidirectional, count, pause, clock):
 
 
 def table(rows, peaks, markdown=False):
-    head = ["config", "dtype", "cell", "dirs", "fast ms", "layer/fast", "per-step/fast", "fast/torch.nn",
+    head = ["config", "dtype", "cell", "dirs", "fast ms", "± rounds", "layer/fast", "per-step/fast", "fast/torch.nn",
             "fast/torch loop", "fast/naive", "GFLOP/s", "% GEMM peak"]
     fmt = (lambda cells: "| " + " | ".join(cells) + " |") if markdown else \
         (lambda cells: "  ".join(f"{x:>13}" for x in cells))
@@ -177,12 +178,14 @@ def table(rows, peaks, markdown=False):
         shown = ["—" if q["layer"] is None else f"{1 / q['layer']:.2f}",
                  "—" if q["per-step"] is None else f"{1 / q['per-step']:.2f}"]
         shown += ["—" if q[p] is None else f"{q[p]:.2f}" for p in ("torch.nn", "torch loop", "naive numpy")]
-        lines.append(fmt([r["config"], r["dtype"], r["cell"], str(r["directions"]), f"{r['ms']:.1f}", *shown,
+        lines.append(fmt([r["config"], r["dtype"], r["cell"], str(r["directions"]), f"{r['ms']:.1f}",
+                          f"±{100 * r['spread']:.0f}%", *shown,
                           f"{r['gflops']:.1f}", f"{100 * r['peak']:.0f}%"]))
     peak_text = ", ".join(f"{np.dtype(d).name} {p:.0f} GFLOP/s" for d, p in peaks.items())
     lines.append(f"\nNumPy GEMM peak measured in this run: {peak_text}. fast/peer: the fast path's time over the "
                  "peer's (below 1: faster), the median of per-round ratios; layer/fast and per-step/fast: "
-                 "their time over the fast path's.")
+                 "their time over the fast path's; ± rounds: half the range of the fast path's rounds, over "
+                 "their median.")
     return "\n".join(lines)
 
 

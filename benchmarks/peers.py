@@ -134,7 +134,7 @@ def _sig(a):
 
 
 def naive(cell, T, N, I, H, dtype, bidirectional=False):
-    if cell not in ("RNN", "GRU", "GRUBlock", "GMU", "TGRU"):
+    if cell not in GATES:
         return None
     one = _naive_one_direction(cell, T, N, I, H, dtype)
     if not bidirectional:
@@ -181,6 +181,13 @@ def _naive_one_direction(cell, T, N, I, H, dtype):
                 h_new, c_new = (1 - m) * c + m * i, (1 - o) * i + o * c
                 caches.append((x, h, c, i, m, o))
                 c = c_new
+            elif cell == "LSTM":
+                i, f, g, o = _sig(pre[0]), _sig(pre[1]), np.tanh(pre[2]), _sig(pre[3])
+                c_new = f * c + i * g
+                tc = np.tanh(c_new)
+                h_new = o * tc
+                caches.append((x, h, c, i, f, g, o, tc))
+                c = c_new
             else:
                 z, f, o = pre[0], _sig(pre[1]), np.tanh(pre[2])
                 h_new = f * h + z * o
@@ -203,6 +210,13 @@ def _naive_one_direction(cell, T, N, I, H, dtype):
                 d = [dr, dz, dn]
                 dU[2] += (dn * r).T @ hp
                 dh_prev = dr @ U[0] + dz @ U[1] + (dn * r) @ U[2] + dh * z
+            elif cell == "LSTM":
+                x, hp, cp, i, f, g, o, tc = cache
+                do = dh * tc * o * (1 - o)
+                dc = dc + dh * o * (1 - tc * tc)
+                d = [dc * g * i * (1 - i), dc * cp * f * (1 - f), dc * i * (1 - g * g), do]
+                dc = dc * f
+                dh_prev = sum(d[q] @ U[q] for q in range(k))
             elif cell == "GMU":
                 x, hp, cp, i, m, o = cache
                 di = (dh * m + dc * (1 - o)) * (1 - i * i)

@@ -18,13 +18,14 @@ def _as_float(a):
     return a if a.dtype.kind == "f" else a.astype(np.float64)
 
 
-def sigmoid(a, out=None):
+def sigmoid(a, out=None, scratch=None):
     """σ(a) = 1 / (1 + exp(-a)), exact and without overflow for any finite a; written into ``out`` if given.
 
     Written branch-free as σ(a) = max(e, [a >= 0]) / (1 + e) with e = exp(-|a|): the exponent is <= 0, so exp
     never overflows (the naive form warns at a = -1000), and for a < 0 the numerator is e = e^a, so tiny values
     keep their relative precision. No masks or np.where: on random signs those run several times slower.
-    ``out`` may be ``a`` itself (the sequence layers' fast paths work in place).
+    ``out`` may be ``a`` itself (the sequence layers' fast paths work in place); ``scratch``, a float array of
+    a's shape and dtype, is worked in instead of a new one (a loop over steps then allocates nothing).
     """
     a = _as_float(a)
     if a.ndim == 0:                                # ufuncs return scalars for 0-d input: work on (1,)
@@ -32,11 +33,11 @@ def sigmoid(a, out=None):
         return y if out is None else np.copyto(out, y) or out
     if out is None:
         out = np.empty_like(a)
-    e = np.abs(a)
+    e = np.abs(a, out=scratch)
     np.negative(e, out=e)
     np.exp(e, out=e)                               # e = exp(-|a|) <= 1
-    step = np.greater_equal(a, 0.0)
-    np.maximum(e, step, out=out)                   # exp(min(a, 0)): 1 where a >= 0, else e
+    np.greater_equal(a, 0.0, out=out)              # [a >= 0] as 1.0 / 0.0 (a is read before out is written)
+    np.maximum(e, out, out=out)                    # exp(min(a, 0)): 1 where a >= 0, else e
     e += 1.0                                       # 1 + exp(-|a|)
     return np.divide(out, e, out=out)
 

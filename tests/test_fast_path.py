@@ -186,47 +186,78 @@ def test_bad_input_names_the_cell_and_the_shape():
     assert cell.pending_steps == 0
 
 
+
 # --------------------------------------------------------------------------------------------------
-# through the sequence layer: the fast path (the default) against the per-step loop (fast_path = False)
-LAYERS = {"RNN": (mytorch.nn.RNN, {}), "RNN-relu": (mytorch.nn.RNN, {"nonlinearity": "relu"}),
-          "GRU": (mytorch.nn.GRU, {}), "GRUBlock": (mytorch.nn.GRUBlock, {}), "GMU": (mytorch.nn.GMU, {}),
-          "TGRU": (mytorch.nn.TGRU, {}), "TGRU-trainable": (mytorch.nn.TGRU, {"train_state": True, "train_memory": True}),
-          "LSTM": (mytorch.nn.LSTM, {}), "LSTM-proj": (mytorch.nn.LSTM, {"proj_size": 2})}
-LAYER_SHAPES = {"unbatched": (4, None, [3]), "T1-N1": (1, 1, [1]), "T5-N3": (5, 3, [5, 1, 3])}
+# the workspace: per-call arrays reused from call to call, never handed out, never shared by two records
 
 
-def _flat(state):
-    if isinstance(state, np.ndarray):
-        return [state]
-    return [a for part in state for a in _flat(part)]
+def one_call(cell, X, state0, dY, d_state_T):
+    Y, state_T = cell.sequence_forward(X, like(cell, state0))
+    dX, d_state0 = cell.sequence_backward(dY, like(cell, d_state_T))
+    return [Y, dX, *parts(state_T), *parts(d_state0)]
 
 
-@pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["float64", "float32"])
-@pytest.mark.parametrize("with_lengths", [False, True], ids=["full", "lengths"])
-@pytest.mark.parametrize("shape", list(LAYER_SHAPES), ids=list(LAYER_SHAPES))
-@pytest.mark.parametrize("name", list(LAYERS), ids=list(LAYERS))
-def test_layer_fast_path_equals_per_step_loop(name, shape, with_lengths, dtype):
-    """Two layers, both directions: outputs, final states, dX, d_state0 and every gradient agree."""
-    cls, kwargs = LAYERS[name]
-    T, N, lengths = LAYER_SHAPES[shape]
-    I, H = 3, 4
-    layers = [cls(I, H, num_layers=2, bidirectional=True, dtype=dtype, rng=0, **kwargs) for _ in range(2)]
-    layers[1].fast_path = False
+def random_call(cell, T, N, I, rng):
+    X = rng.standard_normal((T, N, I))
+    return (X, random_state(cell, N, rng), rng.standard_normal((T, N, cell.state_widths[0])),
+            random_state(cell, N, rng))
+
+
+@pytest.mark.parametrize("name", list(CELLS), ids=list(CELLS))
+def test_a_training_loop_reuses_its_arrays_and_what_it_returned_stays_its_callers(name):
+    """Call after call on one cell gives what a fresh cell gives; nothing returned earlier changes later; and
+    from the second call on, the large arrays come from the workspace (tracemalloc sees numpy's allocations)."""
+    import tracemalloc
     rng = np.random.default_rng(5)
-    X = rng.standard_normal((T, I) if N is None else (T, N, I)).astype(dtype)
-    lengths = (lengths[0] if N is None else np.array(lengths)) if with_lengths else None
-    results = []
-    for layer in layers:
-        Y, state_T = layer.forward(X, None, lengths)
-        assert set(layer._paths.values()) == {"fast" if layer.fast_path else "loop"}     # the path we meant
-        dY = np.random.default_rng(6).standard_normal(Y.shape).astype(dtype)
-        dX, d_state0 = layer.backward(dY)
-        results.append((Y, _flat(state_T), dX, _flat(d_state0), dict(layer.grads)))
-    (Y, s, dX, d0, grads), (Y_ref, s_ref, dX_ref, d0_ref, grads_ref) = results
-    tol = TOLERANCE[dtype]
-    assert_close(Y, Y_ref, tol, "Y")
-    assert_close(dX, dX_ref, tol, "dX")
-    for k, (a, b) in enumerate(zip(s + d0, s_ref + d0_ref)):
-        assert_close(a, b, tol, f"state part {k}")
-    for key in grads_ref:
-        assert_close(grads[key], grads_ref[key], tol, key)
+    T, N, I, H = 30, 8, 5, 12
+    cell = CELLS[name](I, H, np.float64)
+    calls = [random_call(cell, T, N, I, rng) for _ in range(4)]
+    returned, peaks = [], []
+    for args in calls:
+        tracemalloc.start()
+        returned.append(one_call(cell, *args))
+        peaks.append(tracemalloc.get_traced_memory()[1])          # the most allocated at once during the call
+        tracemalloc.stop()
+    kept = [[a.copy() for a in got] for got in returned]
+    for args, got, copies in zip(calls, returned, kept):
+        fresh = one_call(CELLS[name](I, H, np.float64), *args)
+        for a, b, c in zip(got, copies, fresh):
+            np.testing.assert_array_equal(a, b)                   # untouched by every later call
+            np.testing.assert_allclose(a, c, rtol=1e-12, atol=1e-12)
+    one_array = T * N * H * 8                                     # one (T, N, H) float64 array
+    assert peaks[0] > 3 * one_array, peaks                        # the first call allocates its arrays …
+    assert max(peaks[2:]) < peaks[0] / 2, peaks                   # … later ones little more than what they return
+
+
+@pytest.mark.parametrize("name", list(CELLS), ids=list(CELLS))
+def test_records_pending_at_once_never_share_arrays(name):
+    """Two forwards before their backwards (the second's backward first), and a forward without a record in
+    between: each gives what it gives alone."""
+    rng = np.random.default_rng(6)
+    T, N, I, H = 4, 3, 5, 2
+    cell = CELLS[name](I, H, np.float64)
+    (X1, s1, dY1, d1), (X2, s2, dY2, d2) = (random_call(cell, T, N, I, rng) for _ in range(2))
+    Y1, _ = cell.sequence_forward(X1, like(cell, s1))
+    Y2, _ = cell.sequence_forward(X2, like(cell, s2))
+    with mytorch.no_grad():
+        cell.sequence_forward(X2[::-1].copy(), like(cell, s1))
+    dX2, _ = cell.sequence_backward(dY2, like(cell, d2))
+    dX1, _ = cell.sequence_backward(dY1, like(cell, d1))
+    for (X, s, dY, d), Y, dX in [((X1, s1, dY1, d1), Y1, dX1), ((X2, s2, dY2, d2), Y2, dX2)]:
+        alone = one_call(CELLS[name](I, H, np.float64), X, s, dY, d)
+        np.testing.assert_allclose(Y, alone[0], rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(dX, alone[1], rtol=1e-12, atol=1e-12)
+
+
+def test_the_workspace_keeps_only_what_recent_calls_used():
+    """A run whose T changes every batch does not pile up arrays of every shape it has seen."""
+    def pooled_bytes(cell):
+        return sum(a.nbytes for free in cell._workspace._free.values() for a, _ in free)
+
+    rng = np.random.default_rng(7)
+    once = GRUCell(3, 4, rng=0)
+    one_call(once, *random_call(once, 12, 2, 3, rng))
+    cell = GRUCell(3, 4, rng=0)
+    for T in range(1, 13):
+        one_call(cell, *random_call(cell, T, 2, 3, rng))
+    assert pooled_bytes(cell) <= 2 * pooled_bytes(once), (pooled_bytes(cell), pooled_bytes(once))

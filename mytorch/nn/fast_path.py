@@ -18,6 +18,14 @@ call, every step's values in arrays allocated once per call and written in place
 forward's step loop while the step is in cache, and each weight gradient (and dX) as one product per gate over
 all steps. This module holds what all cells share; the math is in each cell's file.
 
+Memory: those per-call arrays are megabytes each ((G, T, N, H) floats), and taking fresh ones every call costs
+more than the arithmetic done in them: freed memory goes back to the system, and the next call's first write
+to each page faults it in again, a cost that swings with whatever else the machine does. So every array a call
+keeps only for itself comes from the cell's ``Workspace`` and goes back to it when the call is done with it
+(a forward's after its backward, or at once when nothing is recorded): a training loop over batches of one
+shape allocates no large array after its first step. Arrays a call hands out (Y, the final state, dX, the
+gradients) are always its own.
+
 Step order: the cells run steps k = 0 … T-1, which is time t = k forward and t = T-1-k in reverse, so one
 loop serves both directions (``Steps.order`` turns time order into step order and back).
 
@@ -31,7 +39,55 @@ from mytorch.nn.cell import Cache
 
 
 class SequenceRecord(Cache):
-    """What one ``sequence_forward`` keeps for its ``sequence_backward``: named fields, one record per call."""
+    """What one ``sequence_forward`` keeps for its ``sequence_backward``: named fields, one record per call,
+    and ``buffers``, the workspace arrays those fields live in (given back when the backward is done)."""
+
+
+class Workspace:
+    """A cell's pool of per-call arrays, reused from call to call.
+
+    ``Buffers`` take arrays from it by shape and dtype and give them back together. An array unused for
+    ``KEEP_CALLS`` calls is dropped, so the pool holds what the latest calls need and no more (a run that
+    changes T or N every batch keeps only its recent shapes)."""
+
+    KEEP_CALLS = 4
+
+    def __init__(self):
+        self.calls = 0
+        self._free = {}                            # (shape, dtype) -> [(array, the call that gave it back)]
+
+    def take(self, shape, dtype):
+        free = self._free.get((shape, dtype))
+        return free.pop()[0] if free else np.empty(shape, dtype)
+
+    def give_back(self, arrays):
+        self.calls += 1
+        for array in arrays:
+            self._free.setdefault((array.shape, array.dtype), []).append((array, self.calls))
+        for key, free in list(self._free.items()):
+            free[:] = [(a, call) for a, call in free if call > self.calls - self.KEEP_CALLS]
+            if not free:
+                del self._free[key]
+
+
+class Buffers:
+    """The workspace arrays of one call: ``empty(shape)`` is ``np.empty(shape, cell.dtype)`` from the cell's
+    workspace; ``give_back()`` returns them all, after which no view of them may be used."""
+
+    def __init__(self, cell):
+        workspace = cell.__dict__.get("_workspace")
+        if workspace is None:
+            workspace = cell._workspace = Workspace()
+        self._workspace, self._dtype, self._taken = workspace, np.dtype(cell.dtype), []
+
+    def empty(self, *shape):
+        array = self._workspace.take(shape, self._dtype)
+        self._taken.append(array)
+        return array
+
+    def give_back(self):
+        self._workspace.give_back(self._taken)
+        self._taken = []
 
 
 class Steps:

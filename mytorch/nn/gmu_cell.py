@@ -22,12 +22,11 @@ from mytorch import functional as F
 from mytorch.grad_mode import is_recording
 from mytorch.nn.cell import Cache, RecurrentCell
 from mytorch.nn.fast_path import (
+    Buffers,
     SequenceRecord,
     begin_backward,
     begin_forward,
-    gate_rows,
     gates_transposed,
-    sum_of_products,
 )
 from mytorch.nn.init import uniform
 
@@ -123,24 +122,26 @@ class GMUCell(RecurrentCell):
         steps, X, (h0, c0), _ = begin_forward(self, X, state0, lengths, reverse)
         # BEGIN SOLUTION optional and not graded: the whole-sequence fast path (notebook 10 builds one); until it exists the layer runs your per-step forward
         T, N, H = steps.T, steps.N, self.hidden_size
-        p, dt = self.params, self.dtype
+        p = self.params
         X2 = X.reshape(T * N, self.input_size)                     # TN,I  (a copy in reverse)
-        A = np.matmul(X2, gates_transposed(p["weight_ih"], 3)).reshape(3, T, N, H)    # gate-major
+        buffers = Buffers(self)                                    # per-call arrays, reused from call to call
+        A = np.matmul(X2, gates_transposed(p["weight_ih"], 3), out=buffers.empty(3, T * N, H))
+        A = A.reshape(3, T, N, H)                                  # gate-major
         A += (p["bias_ih"] + p["bias_hh"]).reshape(3, 1, 1, H)
         W_h = gates_transposed(p["weight_hh"], 3)                  # 3,H,H  W_hgᵀ
         peep = np.stack([p["weight_ch_m"], p["weight_ch_o"]])[:, None, :]             # 2,1,H
-        S, C = np.empty((T + 1, N, H), dt), np.empty((T + 1, N, H), dt)                # h and c (step order)
+        S, C = buffers.empty(T + 1, N, H), buffers.empty(T + 1, N, H)                  # h and c (step order)
         S[0], C[0] = h0, c0
-        IN, MO = np.empty((T, N, H), dt), np.empty((2, T, N, H), dt)                   # i; m, o
-        gh, pc, work = np.empty((3, N, H), dt), np.empty((2, N, H), dt), np.empty((2, N, H), dt)
+        IN, MO = buffers.empty(T, N, H), buffers.empty(2, T, N, H)                     # i; m, o
+        gh, pc, work = buffers.empty(3, N, H), buffers.empty(2, N, H), buffers.empty(2, N, H)
         recording = is_recording()
         if recording:
-            di_h, di_c, dm_factor, do_factor, h_carry = (np.empty((T, N, H), dt) for _ in range(5))
+            di_h, di_c, dm_factor, do_factor, h_carry = (buffers.empty(T, N, H) for _ in range(5))
         for k in range(T):
             A[:, k] += np.matmul(S[k], W_h, out=gh)
             np.tanh(A[0, k], out=IN[k])
             A[1:, k] += np.multiply(C[k], peep, out=pc)            # w_ch_m ⊙ c, w_ch_o ⊙ c: the old c
-            F.sigmoid(A[1:, k], out=MO[:, k])
+            F.sigmoid(A[1:, k], out=MO[:, k], scratch=pc)          # (pc is free again)
             i, m, o = IN[k], MO[0, k], MO[1, k]
             h, c = S[k + 1], C[k + 1]
             np.subtract(i, C[k], out=h)
@@ -170,14 +171,17 @@ class GMUCell(RecurrentCell):
                 do_factor[k] *= c_minus_i                          # (c − i) o(1 − o)
             steps.keep_state(h, S[k], k)
             steps.keep_state(c, C[k], k)
-        Y = steps.outputs(S)
+        Y, state_T = steps.outputs(S), (S[T].copy(), C[T].copy())
         if recording:
             # past a sequence's end every da is 0, dh_k = dh and dc_k = dc (masked factors, o set to 1)
             self._record(SequenceRecord(steps=steps, X2=X2, S=S, C=C, peep=peep,
                                         di_h=steps.mask(di_h), di_c=steps.mask(di_c),
                                         dm_factor=steps.mask(dm_factor), do_factor=steps.mask(do_factor),
-                                        h_carry=steps.mask(h_carry), c_carry=steps.pass_through(MO[1])))
-        return Y, (S[T].copy(), C[T].copy())
+                                        h_carry=steps.mask(h_carry), c_carry=steps.pass_through(MO[1]),
+                                        buffers=buffers))
+        else:
+            buffers.give_back()
+        return Y, state_T
         # END SOLUTION
 
     def sequence_backward(self, dY, d_state_T):
@@ -187,40 +191,46 @@ class GMUCell(RecurrentCell):
         record, steps, dY, (carry_h, carry_c) = begin_backward(self, dY, d_state_T)
         # BEGIN SOLUTION optional and not graded: the backward of your sequence_forward; until it exists the layer runs your per-step backward
         T, N, H = steps.T, steps.N, self.hidden_size
-        p, g, dt = self.params, self.grads, self.dtype
-        W_h = gate_rows(p["weight_hh"], 3)                         # 3,H,H  W_hg
-        DA = np.empty((3, T, N, H), dt)                            # da_i, da_m, da_o
-        dh, dc, scratch = np.empty((N, H), dt), np.empty((N, H), dt), np.empty((N, H), dt)
-        peep_grad = np.empty((2, N, H), dt)
+        p, g = self.params, self.grads
+        buffers = Buffers(self)
+        # step-major with the gates side by side, as weight_ih's and weight_hh's rows are stacked: each step's
+        # dh_k is ONE product [da_i | da_m | da_o] W_hh, and each weight gradient one over all steps
+        DA = buffers.empty(T, N, 3 * H)
+        da = DA.reshape(T, N, 3, H).transpose(0, 2, 1, 3)         # T,3,N,H  (a view)
+        dh, dc, scratch = buffers.empty(N, H), buffers.empty(N, H), buffers.empty(N, H)
+        peep_grad = buffers.empty(2, N, H)
         for k in reversed(range(T)):
             np.add(dY[k], carry_h, out=dh)                         # dL/dh_{k+1}
             dc[...] = carry_c                                      # dL/dc_{k+1}
-            da_i, da_m, da_o = DA[:, k]
+            da_i, da_m, da_o = da[k]
             np.multiply(dh, record.di_h[k], out=da_i)
             da_i += np.multiply(dc, record.di_c[k], out=scratch)
             np.multiply(dh, record.dm_factor[k], out=da_m)
             np.multiply(dc, record.do_factor[k], out=da_o)
-            sum_of_products([(da_i, W_h[0]), (da_m, W_h[1]), (da_o, W_h[2])], carry_h, scratch)
+            np.matmul(DA[k], p["weight_hh"], out=carry_h)          # dh_k = da_i W_hi + da_m W_hm + da_o W_ho
             np.multiply(dh, record.h_carry[k], out=carry_c)
             carry_c += np.multiply(dc, record.c_carry[k], out=scratch)
-            np.multiply(DA[1:, k], record.peep, out=peep_grad)
+            np.multiply(da[k, 1:], record.peep, out=peep_grad)
             carry_c += peep_grad[0]
             carry_c += peep_grad[1]                                # through both peepholes
             if steps.idle is not None:
                 dh *= steps.idle[k]
                 carry_h += dh                                      # idle: straight through
         TN = T * N
-        DA2 = DA.reshape(3, TN, H)
-        g_ih, g_hh, h_prev = gate_rows(g["weight_ih"], 3), gate_rows(g["weight_hh"], 3), record.S[:-1].reshape(TN, H)
-        for gate in range(3):
-            g_ih[gate] += DA2[gate].T @ record.X2
-            g_hh[gate] += DA2[gate].T @ h_prev
-        sums = DA2.sum(axis=1).reshape(3 * H)
+        DA2, h_prev = DA.reshape(TN, 3 * H), record.S[:-1].reshape(TN, H)
+        g["weight_ih"] += DA2.T @ record.X2
+        g["weight_hh"] += DA2.T @ h_prev
+        sums = DA2.sum(axis=0)
         g["bias_ih"] += sums
         g["bias_hh"] += sums
-        peep_sum = (DA[1:] * record.C[:-1]).sum(axis=(1, 2))      # 2,H   Σ da_m ⊙ c, Σ da_o ⊙ c
+        # Σ da_m ⊙ c and Σ da_o ⊙ c over steps and batch, c the state before each step
+        peep_terms = np.multiply(DA2.reshape(TN, 3, H)[:, 1:], record.C[:-1].reshape(TN, 1, H),
+                                 out=buffers.empty(TN, 2, H))
+        peep_sum = peep_terms.sum(axis=0)                          # 2,H
         g["weight_ch_m"] += peep_sum[0]
         g["weight_ch_o"] += peep_sum[1]
-        dX = sum_of_products(list(zip(DA2, gate_rows(p["weight_ih"], 3))))
+        dX = DA2 @ p["weight_ih"]
+        record.buffers.give_back()
+        buffers.give_back()
         return steps.order(dX.reshape(T, N, self.input_size)), (carry_h, carry_c)
         # END SOLUTION

@@ -17,7 +17,7 @@ import numpy as np
 from mytorch import functional as F
 from mytorch.grad_mode import is_recording
 from mytorch.nn.cell import Cache, RecurrentCell
-from mytorch.nn.fast_path import SequenceRecord, begin_backward, begin_forward, sum_of_products, transposed
+from mytorch.nn.fast_path import Buffers, SequenceRecord, begin_backward, begin_forward, transposed
 from mytorch.nn.init import constant, glorot_uniform
 
 
@@ -146,23 +146,24 @@ class GRUBlockCell(RecurrentCell):
         steps, X, (h0,), _ = begin_forward(self, X, state0, lengths, reverse)
         # BEGIN SOLUTION optional and not graded: the whole-sequence fast path (notebook 10 builds one); until it exists the layer runs your per-step forward
         T, N, H, I = steps.T, steps.N, self.hidden_size, self.input_size
-        p, dt, recording = self.params, self.dtype, is_recording()
+        p, recording = self.params, is_recording()
         W_x = np.stack([p["w_ru"][:I, :H], p["w_ru"][:I, H:], p["w_c"][:I]])           # 3,I,H  x rows of r, u, c
         W_ru_h = np.stack([p["w_ru"][I:, :H], p["w_ru"][I:, H:]])                      # 2,H,H  h rows of r, u
         w_c_h = p["w_c"][I:]                                                           # H,H
         X2 = X.reshape(T * N, I)                                   # TN,I  (a copy in reverse)
-        GX = np.matmul(X2, W_x).reshape(3, T, N, H)
+        buffers = Buffers(self)                                    # per-call arrays, reused from call to call
+        GX = np.matmul(X2, W_x, out=buffers.empty(3, T * N, H)).reshape(3, T, N, H)
         GX += np.concatenate([p["b_ru"], p["b_c"]]).reshape(3, 1, 1, H)
-        S = np.empty((T + 1, N, H), dt)                            # h_0 … h_T (step order)
+        S = buffers.empty(T + 1, N, H)                             # h_0 … h_T (step order)
         S[0] = h0
-        RU = np.empty((2, T, N, H), dt)                            # r, u
-        RH, C = np.empty((T, N, H), dt), np.empty((T, N, H), dt)   # r ⊙ h_k, c
-        du_factor, dr_factor = (np.empty((T, N, H), dt), np.empty((T, N, H), dt)) if recording else (None, None)
-        gh, one_minus = np.empty((2, N, H), dt), np.empty((N, H), dt)
+        RU = buffers.empty(2, T, N, H)                             # r, u
+        RH, C = buffers.empty(T, N, H), buffers.empty(T, N, H)     # r ⊙ h_k, c
+        du_factor, dr_factor = (buffers.empty(T, N, H), buffers.empty(T, N, H)) if recording else (None, None)
+        gh, one_minus = buffers.empty(2, N, H), buffers.empty(N, H)
         for k in range(T):
             ru = RU[:, k]
             np.add(GX[:2, k], np.matmul(S[k], W_ru_h, out=gh), out=ru)
-            F.sigmoid(ru, out=ru)
+            F.sigmoid(ru, out=ru, scratch=gh)                      # (gh is free again)
             r, u, c = RU[0, k], RU[1, k], C[k]
             np.multiply(r, S[k], out=RH[k])                        # reset before the product
             np.matmul(RH[k], w_c_h, out=c)
@@ -190,13 +191,15 @@ class GRUBlockCell(RecurrentCell):
                 dr *= r
                 dr *= S[k]                                         # h r(1 − r)
             steps.keep_state(h, S[k], k)
-        Y = steps.outputs(S)
+        Y, h_T = steps.outputs(S), S[T].copy()
         if recording:
             # past a sequence's end d_c̄ = d_ū = 0 (masked factors) and dh_k = d (u is set to 1)
-            self._record(SequenceRecord(steps=steps, X2=X2, W_x=W_x, S=S, r=RU[0], RH=RH,
+            self._record(SequenceRecord(steps=steps, X2=X2, S=S, r=RU[0], RH=RH,
                                         dc_factor=steps.mask(C), du_factor=steps.mask(du_factor),
-                                        dr_factor=dr_factor, h_factor=steps.pass_through(RU[1])))
-        return Y, S[T].copy()
+                                        dr_factor=dr_factor, h_factor=steps.pass_through(RU[1]), buffers=buffers))
+        else:
+            buffers.give_back()
+        return Y, h_T
         # END SOLUTION
 
     def sequence_backward(self, dY, d_state_T):
@@ -206,32 +209,39 @@ class GRUBlockCell(RecurrentCell):
         record, steps, dY, (carry,) = begin_backward(self, dY, d_state_T)
         # BEGIN SOLUTION optional and not graded: the backward of your sequence_forward; until it exists the layer runs your per-step backward
         T, N, H, I = steps.T, steps.N, self.hidden_size, self.input_size
-        p, g, dt = self.params, self.grads, self.dtype
-        w_r_hT, w_u_hT, w_c_hT = (transposed(w) for w in (p["w_ru"][I:, :H], p["w_ru"][I:, H:], p["w_c"][I:]))
-        D = np.empty((3, T, N, H), dt)                             # d_r̄, d_ū, d_c̄
-        d, d_hr, scratch = np.empty((N, H), dt), np.empty((N, H), dt), np.empty((N, H), dt)
+        p, g = self.params, self.grads
+        w_ru_h, w_c_hT = p["w_ru"][I:], transposed(p["w_c"][I:])  # H,2H and H,H
+        buffers = Buffers(self)
+        # [d_r̄ | d_ū] step-major, side by side as w_ru's columns are: each step's path through r and u is ONE
+        # product with w_ru_hᵀ, and w_ru's gradient one product over all steps
+        D_ru = buffers.empty(T, N, 2 * H)
+        ru_blocks = D_ru.reshape(T, N, 2, H).transpose(0, 2, 1, 3)                     # T,2,N,H  (a view)
+        D_c = buffers.empty(T, N, H)                               # d_c̄
+        d, d_hr = buffers.empty(N, H), buffers.empty(N, H)
         for k in reversed(range(T)):
             np.add(dY[k], carry, out=d)                            # dL/dh_{k+1}
-            d_r_bar, d_u_bar, d_c_bar = D[:, k]
+            (d_r_bar, d_u_bar), d_c_bar = ru_blocks[k], D_c[k]
             np.multiply(d, record.dc_factor[k], out=d_c_bar)
             np.multiply(d, record.du_factor[k], out=d_u_bar)
             np.matmul(d_c_bar, w_c_hT, out=d_hr)
             np.multiply(d_hr, record.dr_factor[k], out=d_r_bar)
-            sum_of_products([(d_r_bar, w_r_hT), (d_u_bar, w_u_hT)], carry, scratch)     # through the gates
+            np.matmul(D_ru[k], w_ru_h.T, out=carry)                # through the gates: d_r̄ w_r_hᵀ + d_ū w_u_hᵀ
             d_hr *= record.r[k]
             carry += d_hr                                          # through r ⊙ h
             d *= record.h_factor[k]
             carry += d                                             # and directly: dh'/dh = u
         TN = T * N
-        D2 = D.reshape(3, TN, H)
+        D_ru2, D_c2 = D_ru.reshape(TN, 2 * H), D_c.reshape(TN, H)
         h_prev, rh = record.S[:-1].reshape(TN, H), record.RH.reshape(TN, H)
-        for gate, (columns, w, m) in enumerate([(slice(0, H), "w_ru", h_prev), (slice(H, 2 * H), "w_ru", h_prev),
-                                               (slice(0, H), "w_c", rh)]):
-            g[w][:I, columns] += record.X2.T @ D2[gate]
-            g[w][I:, columns] += m.T @ D2[gate]
-        sums = D2.sum(axis=1)                                      # 3,H
-        g["b_ru"] += sums[:2].reshape(2 * H)
-        g["b_c"] += sums[2]
-        dX = sum_of_products([(D2[gate], record.W_x[gate].T) for gate in range(3)])
+        g["w_ru"][:I] += record.X2.T @ D_ru2
+        g["w_ru"][I:] += h_prev.T @ D_ru2
+        g["w_c"][:I] += record.X2.T @ D_c2
+        g["w_c"][I:] += rh.T @ D_c2
+        g["b_ru"] += D_ru2.sum(axis=0)
+        g["b_c"] += D_c2.sum(axis=0)
+        dX = D_ru2 @ p["w_ru"][:I].T
+        dX += D_c2 @ p["w_c"][:I].T
+        record.buffers.give_back()
+        buffers.give_back()
         return steps.order(dX.reshape(T, N, I)), carry
         # END SOLUTION

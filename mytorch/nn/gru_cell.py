@@ -25,12 +25,11 @@ from mytorch import functional as F
 from mytorch.grad_mode import is_recording
 from mytorch.nn.cell import Cache, RecurrentCell
 from mytorch.nn.fast_path import (
+    Buffers,
     SequenceRecord,
     begin_backward,
     begin_forward,
-    gate_rows,
     gates_transposed,
-    sum_of_products,
 )
 from mytorch.nn.init import uniform
 
@@ -213,26 +212,28 @@ class GRUCell(RecurrentCell):
         steps, X, (h0,), _ = begin_forward(self, X, state0, lengths, reverse)
         # BEGIN SOLUTION optional and not graded: the whole-sequence fast path (notebook 10 builds one); until it exists the layer runs your per-step forward
         T, N, H = steps.T, steps.N, self.hidden_size
-        p, dt, recording = self.params, self.dtype, is_recording()
+        p, recording = self.params, is_recording()
         X2 = X.reshape(T * N, self.input_size)                     # TN,I  (a copy in reverse)
-        GX = np.matmul(X2, gates_transposed(p["weight_ih"], 3)).reshape(3, T, N, H)     # x W_igᵀ, gate-major
+        buffers = Buffers(self)                                    # per-call arrays, reused from call to call
+        GX = np.matmul(X2, gates_transposed(p["weight_ih"], 3), out=buffers.empty(3, T * N, H))
+        GX = GX.reshape(3, T, N, H)                                # x W_igᵀ, gate-major
         b_hn = 0.0
         if self.bias:
             GX += p["bias_ih"].reshape(3, 1, 1, H)
             GX[:2] += p["bias_hh"][:2 * H].reshape(2, 1, 1, H)     # b_hr, b_hz add like b_ir, b_iz
             b_hn = p["bias_hh"][2 * H:3 * H]                            # stays inside r ⊙ (…)
         W_h = gates_transposed(p["weight_hh"], 3)                  # 3,H,H  W_hgᵀ
-        S = np.empty((T + 1, N, H), dt)                            # h_0 … h_T (step order)
+        S = buffers.empty(T + 1, N, H)                             # h_0 … h_T (step order)
         S[0] = h0
-        RZ = np.empty((2, T, N, H), dt)                            # r, z
-        NN, GN = np.empty((T, N, H), dt), np.empty((T, N, H), dt)  # n, g_n = h W_hnᵀ + b_hn
-        dz_factor = np.empty((T, N, H), dt) if recording else None
-        gh, one_minus = np.empty((3, N, H), dt), np.empty((N, H), dt)
+        RZ = buffers.empty(2, T, N, H)                             # r, z
+        NN, GN = buffers.empty(T, N, H), buffers.empty(T, N, H)    # n, g_n = h W_hnᵀ + b_hn
+        dz_factor = buffers.empty(T, N, H) if recording else None
+        gh, one_minus, exp_scratch = buffers.empty(3, N, H), buffers.empty(N, H), buffers.empty(2, N, H)
         for k in range(T):
             np.matmul(S[k], W_h, out=gh)                           # h W_hgᵀ for the three gates
             rz = RZ[:, k]
             np.add(GX[:2, k], gh[:2], out=rz)
-            F.sigmoid(rz, out=rz)                                  # r, z = σ(a_r), σ(a_z)
+            F.sigmoid(rz, out=rz, scratch=exp_scratch)             # r, z = σ(a_r), σ(a_z)
             r, z, n, g_n = RZ[0, k], RZ[1, k], NN[k], GN[k]
             np.add(gh[2], b_hn, out=g_n)
             np.multiply(r, g_n, out=n)
@@ -259,13 +260,15 @@ class GRUCell(RecurrentCell):
                 g_n *= r
                 g_n *= one_minus                                   # g_n r(1 − r), over g_n
             steps.keep_state(h, S[k], k)
-        Y = steps.outputs(S)
+        Y, h_T = steps.outputs(S), S[T].copy()
         if recording:
             # past a sequence's end every da is 0 (the factors are masked) and dh_k = d (z is set to 1)
             self._record(SequenceRecord(steps=steps, X2=X2, S=S, r=RZ[0], dn_factor=steps.mask(NN),
                                         dz_factor=steps.mask(dz_factor), dr_factor=GN,
-                                        h_factor=steps.pass_through(RZ[1])))
-        return Y, S[T].copy()
+                                        h_factor=steps.pass_through(RZ[1]), buffers=buffers))
+        else:
+            buffers.give_back()
+        return Y, h_T
         # END SOLUTION
 
     def sequence_backward(self, dY, d_state_T):
@@ -275,34 +278,39 @@ class GRUCell(RecurrentCell):
         record, steps, dY, (carry,) = begin_backward(self, dY, d_state_T)
         # BEGIN SOLUTION optional and not graded: the backward of your sequence_forward; until it exists the layer runs your per-step backward
         T, N, H = steps.T, steps.N, self.hidden_size
-        p, g, dt = self.params, self.grads, self.dtype
-        DA = np.empty((3, T, N, H), dt)                            # da_r, da_z, da_n: d(x W_igᵀ + b_ig)
-        DG = np.empty((T, N, H), dt)                               # dg_n; d(h W_hgᵀ + b_hg) = da_r, da_z, dg_n
-        W_h = gate_rows(p["weight_hh"], 3)                         # 3,H,H  W_hg
-        d, scratch = np.empty((N, H), dt), np.empty((N, H), dt)
+        p, g = self.params, self.grads
+        buffers = Buffers(self)
+        # d(h W_hgᵀ + b_hg) = [da_r | da_z | dg_n] step-major, the gates side by side as weight_hh's rows are
+        # stacked: each step's dh_k is ONE product with W_hh, and grad weight_hh one product over all steps
+        DH = buffers.empty(T, N, 3 * H)
+        dh_gates = DH.reshape(T, N, 3, H).transpose(0, 2, 1, 3)   # T,3,N,H  (a view)
+        DN = buffers.empty(T, N, H)                                # da_n = d(x W_inᵀ + b_in)
+        d = buffers.empty(N, H)
         for k in reversed(range(T)):
             np.add(dY[k], carry, out=d)                            # dL/dh_{k+1}: from the output and from step k+1
-            da_r, da_z, da_n = DA[:, k]
+            da_r, da_z, dg_n = dh_gates[k]
+            da_n = DN[k]
             np.multiply(d, record.dn_factor[k], out=da_n)
             np.multiply(d, record.dz_factor[k], out=da_z)
             np.multiply(da_n, record.dr_factor[k], out=da_r)
-            np.multiply(da_n, record.r[k], out=DG[k])
-            sum_of_products([(da_r, W_h[0]), (da_z, W_h[1]), (DG[k], W_h[2])], carry, scratch)    # through gates
+            np.multiply(da_n, record.r[k], out=dg_n)
+            np.matmul(DH[k], p["weight_hh"], out=carry)            # through the gates: da_r W_hr + da_z W_hz + dg_n W_hn
             d *= record.h_factor[k]
             carry += d                                             # and directly: dh'/dh = z
         TN = T * N
-        dA_x, dA_h = DA.reshape(3, TN, H), (DA[0].reshape(TN, H), DA[1].reshape(TN, H), DG.reshape(TN, H))
-        g_ih, g_hh = gate_rows(g["weight_ih"], 3), gate_rows(g["weight_hh"], 3)
-        h_prev = record.S[:-1].reshape(TN, H)
-        for gate in range(3):
-            g_ih[gate] += dA_x[gate].T @ record.X2
-            g_hh[gate] += dA_h[gate].T @ h_prev
+        DH2, DN2, h_prev = DH.reshape(TN, 3 * H), DN.reshape(TN, H), record.S[:-1].reshape(TN, H)
+        g["weight_hh"] += DH2.T @ h_prev
+        g["weight_ih"][:2 * H] += DH2[:, :2 * H].T @ record.X2    # d(x W_igᵀ) = da_r, da_z, da_n
+        g["weight_ih"][2 * H:] += DN2.T @ record.X2
         if self.bias:
-            sums = dA_x.sum(axis=1)                                # 3,H
-            g["bias_ih"] += sums.reshape(3 * H)
-            g["bias_hh"][:2 * H] += sums[:2].reshape(2 * H)
-            g["bias_hh"][2 * H:] += dA_h[2].sum(axis=0)
-        dX = sum_of_products(list(zip(dA_x, gate_rows(p["weight_ih"], 3))))
+            sums = DH2.sum(axis=0)                                 # da_r, da_z, dg_n
+            g["bias_hh"] += sums
+            g["bias_ih"][:2 * H] += sums[:2 * H]
+            g["bias_ih"][2 * H:] += DN2.sum(axis=0)
+        dX = DH2[:, :2 * H] @ p["weight_ih"][:2 * H]
+        dX += DN2 @ p["weight_ih"][2 * H:]
+        record.buffers.give_back()
+        buffers.give_back()
         return steps.order(dX.reshape(T, N, self.input_size)), carry
         # END SOLUTION
 

@@ -25,12 +25,11 @@ from mytorch import functional as F
 from mytorch.grad_mode import is_recording
 from mytorch.nn.cell import Cache, RecurrentCell
 from mytorch.nn.fast_path import (
+    Buffers,
     SequenceRecord,
     begin_backward,
     begin_forward,
-    gate_rows,
     gates_transposed,
-    sum_of_products,
     transposed,
 )
 from mytorch.nn.init import uniform
@@ -181,27 +180,30 @@ class LSTMCell(RecurrentCell):
         steps, X, (h0, c0), _ = begin_forward(self, X, state0, lengths, reverse)
         # BEGIN SOLUTION optional and not graded: the whole-sequence fast path (notebook 10 builds one); until it exists the layer runs your per-step forward
         T, N, H = steps.T, steps.N, self.hidden_size
-        P, p, dt, recording = self.proj_size or H, self.params, self.dtype, is_recording()
+        P, p, recording = self.proj_size or H, self.params, is_recording()
         X2 = X.reshape(T * N, self.input_size)                     # TN,I  (a copy in reverse)
         order = [0, 1, 3, 2]                                       # i, f, o, g: the three σ gates side by side
-        A = np.matmul(X2, gates_transposed(p["weight_ih"], 4)[order]).reshape(4, T, N, H)    # gate-major
+        buffers = Buffers(self)                                    # per-call arrays, reused from call to call
+        A = np.matmul(X2, gates_transposed(p["weight_ih"], 4)[order], out=buffers.empty(4, T * N, H))
+        A = A.reshape(4, T, N, H)                                  # gate-major
         if self.bias:
             A += (p["bias_ih"] + p["bias_hh"]).reshape(4, 1, 1, H)[order]
         W_h = gates_transposed(p["weight_hh"], 4)[order]           # 4,P,H  W_hgᵀ
         W_hrT = transposed(p["weight_hr"]) if self.proj_size else None                  # H,P
-        S, C = np.empty((T + 1, N, P), dt), np.empty((T + 1, N, H), dt)                # h and c (step order)
+        S, C = buffers.empty(T + 1, N, P), buffers.empty(T + 1, N, H)                  # h and c (step order)
         S[0], C[0] = h0, c0
-        IFOG = np.empty((4, T, N, H), dt)                          # i, f, o, g
-        TC = np.empty((T, N, H), dt)                               # tanh(c')
-        H_hat = np.empty((T, N, H), dt) if self.proj_size else None                    # o ⊙ tanh(c') before W_hr
-        factors = np.empty((4, T, N, H), dt) if recording else None
-        dc_factor = np.empty((T, N, H), dt) if recording else None
-        gh, ig, one_minus = np.empty((4, N, H), dt), np.empty((N, H), dt), np.empty((N, H), dt)
+        IFOG = buffers.empty(4, T, N, H)                           # i, f, o, g
+        TC = buffers.empty(T, N, H)                                # tanh(c')
+        H_hat = buffers.empty(T, N, H) if self.proj_size else None                     # o ⊙ tanh(c') before W_hr
+        factors = buffers.empty(4, T, N, H) if recording else None
+        dc_factor = buffers.empty(T, N, H) if recording else None
+        gh, ig, one_minus = buffers.empty(4, N, H), buffers.empty(N, H), buffers.empty(N, H)
+        exp_scratch = buffers.empty(3, N, H)                       # the sigmoid works in it
         for k in range(T):
             a = A[:, k]
             a += np.matmul(S[k], W_h, out=gh)
             i, f, o, g = IFOG[:, k]
-            F.sigmoid(a[:3], out=IFOG[:3, k])                      # i, f, o
+            F.sigmoid(a[:3], out=IFOG[:3, k], scratch=exp_scratch)   # i, f, o
             np.tanh(a[3], out=g)
             c = C[k + 1]
             np.multiply(f, C[k], out=c)
@@ -236,12 +238,15 @@ class LSTMCell(RecurrentCell):
                 dc_factor[k] *= o                                  # o(1 − tanh²(c'))
             steps.keep_state(S[k + 1], S[k], k)
             steps.keep_state(c, C[k], k)
-        Y = steps.outputs(S)
+        Y, state_T = steps.outputs(S), (S[T].copy(), C[T].copy())
         if recording:
             # past a sequence's end every da is 0 (masked factors), dh_k = dh and dc_k = dc (f set to 1)
             self._record(SequenceRecord(steps=steps, X2=X2, S=S, H_hat=H_hat, factors=steps.mask(factors),
-                                        dc_factor=steps.mask(dc_factor), c_carry=steps.pass_through(IFOG[1])))
-        return Y, (S[T].copy(), C[T].copy())
+                                        dc_factor=steps.mask(dc_factor), c_carry=steps.pass_through(IFOG[1]),
+                                        buffers=buffers))
+        else:
+            buffers.give_back()
+        return Y, state_T
         # END SOLUTION
 
     def sequence_backward(self, dY, d_state_T):
@@ -251,11 +256,14 @@ class LSTMCell(RecurrentCell):
         record, steps, dY, (carry_h, carry_c) = begin_backward(self, dY, d_state_T)
         # BEGIN SOLUTION optional and not graded: the backward of your sequence_forward; until it exists the layer runs your per-step backward
         T, N, H = steps.T, steps.N, self.hidden_size
-        P, p, grad, dt = self.proj_size or H, self.params, self.grads, self.dtype
-        W_h = gate_rows(p["weight_hh"], 4)                         # 4,H,P  W_hg
-        DA = np.empty((4, T, N, H), dt)                            # da_i, da_f, da_g, da_o
-        DH = np.empty((T, N, P), dt)                               # dL/dh_{k+1}
-        dh_hat, dc, scratch = np.empty((N, H), dt), np.empty((N, H), dt), np.empty((N, P), dt)
+        P, p, grad = self.proj_size or H, self.params, self.grads
+        buffers = Buffers(self)
+        # step-major with the gates side by side, as weight_ih's and weight_hh's rows are stacked: each step's
+        # dh_k is ONE product [da_i | da_f | da_g | da_o] W_hh, and each weight gradient one over all steps
+        DA = buffers.empty(T, N, 4 * H)
+        gate_blocks = DA.reshape(T, N, 4, H).transpose(0, 2, 1, 3)                      # T,4,N,H  (a view)
+        DH = buffers.empty(T, N, P)                                # dL/dh_{k+1}
+        dh_hat, dc, scratch = buffers.empty(N, H), buffers.empty(N, H), buffers.empty(N, P)
         for k in reversed(range(T)):
             d = DH[k]
             np.add(dY[k], carry_h, out=d)                          # from the output and from step k+1
@@ -265,24 +273,24 @@ class LSTMCell(RecurrentCell):
                 dh_hat[...] = d
             np.multiply(dh_hat, record.dc_factor[k], out=dc)
             dc += carry_c                                          # c' reaches the loss directly and through h'
-            np.multiply(dc, record.factors[:3, k], out=DA[:3, k])  # da_i, da_f, da_g
-            np.multiply(dh_hat, record.factors[3, k], out=DA[3, k])
-            sum_of_products([(DA[gate, k], W_h[gate]) for gate in range(4)], carry_h, scratch)
+            np.multiply(dc, record.factors[:3, k], out=gate_blocks[k, :3])              # da_i, da_f, da_g
+            np.multiply(dh_hat, record.factors[3, k], out=gate_blocks[k, 3])           # da_o
+            np.matmul(DA[k], p["weight_hh"], out=carry_h)          # dh_k = Σ_g da_g W_hg
             np.multiply(dc, record.c_carry[k], out=carry_c)        # dc'/dc = f
             if steps.idle is not None:
                 carry_h += np.multiply(d, steps.idle[k], out=scratch)                  # idle: straight through
         TN = T * N
-        DA2, h_prev = DA.reshape(4, TN, H), record.S[:-1].reshape(TN, P)
-        g_ih, g_hh = gate_rows(grad["weight_ih"], 4), gate_rows(grad["weight_hh"], 4)
-        for gate in range(4):
-            g_ih[gate] += DA2[gate].T @ record.X2
-            g_hh[gate] += DA2[gate].T @ h_prev
+        DA2, h_prev = DA.reshape(TN, 4 * H), record.S[:-1].reshape(TN, P)
+        grad["weight_ih"] += DA2.T @ record.X2
+        grad["weight_hh"] += DA2.T @ h_prev
         if self.bias:
-            sums = DA2.sum(axis=1).reshape(4 * H)
+            sums = DA2.sum(axis=0)
             grad["bias_ih"] += sums
             grad["bias_hh"] += sums
         if self.proj_size:
             grad["weight_hr"] += steps.mask(DH).reshape(TN, P).T @ record.H_hat.reshape(TN, H)
-        dX = sum_of_products(list(zip(DA2, gate_rows(p["weight_ih"], 4))))
+        dX = DA2 @ p["weight_ih"]
+        record.buffers.give_back()
+        buffers.give_back()
         return steps.order(dX.reshape(T, N, self.input_size)), (carry_h, carry_c)
         # END SOLUTION

@@ -10,7 +10,7 @@ import numpy as np
 from mytorch import functional as F
 from mytorch.grad_mode import is_recording
 from mytorch.nn.cell import Cache, RecurrentCell
-from mytorch.nn.fast_path import SequenceRecord, begin_backward, begin_forward, transposed
+from mytorch.nn.fast_path import Buffers, SequenceRecord, begin_backward, begin_forward, transposed
 from mytorch.nn.init import uniform
 
 
@@ -95,13 +95,14 @@ class RNNCell(RecurrentCell):
         steps, X, (h0,), _ = begin_forward(self, X, state0, lengths, reverse)
         # BEGIN SOLUTION optional and not graded: the whole-sequence fast path (notebook 10 builds one); until it exists the layer runs your per-step forward
         T, N, H = steps.T, steps.N, self.hidden_size
-        p, dt = self.params, self.dtype
+        p, recording = self.params, is_recording()
         X2 = X.reshape(T * N, self.input_size)                     # TN,I  (a copy in reverse)
-        PX = (X2 @ transposed(p["weight_ih"])).reshape(T, N, H)
+        buffers = Buffers(self)                                    # per-call arrays, reused from call to call
+        PX = np.matmul(X2, transposed(p["weight_ih"]), out=buffers.empty(T * N, H)).reshape(T, N, H)
         if self.bias:
             PX += p["bias_ih"] + p["bias_hh"]
         W_hhT = transposed(p["weight_hh"])                         # H,H
-        S = np.empty((T + 1, N, H), dt)                            # h_0 … h_T (step order)
+        S = buffers.empty(T + 1, N, H)                             # h_0 … h_T (step order)
         S[0] = h0
         for k in range(T):
             h = S[k + 1]
@@ -112,13 +113,20 @@ class RNNCell(RecurrentCell):
             else:
                 np.maximum(h, 0.0, out=h)
             steps.keep_state(h, S[k], k)
-        Y = steps.outputs(S)
-        if is_recording():
+        Y, h_T = steps.outputs(S), S[T].copy()
+        if recording:
             # Backward, given d = dL/dh_{k+1}: da = d ⊙ act'(a), the factor act'(a) from the outputs for all
             # steps at once (1 − h'² or [h' > 0]) and zero past a sequence's end; dh_k = da W_hh (+ d when idle).
-            da_factor = F.tanh_grad(S[1:]) if self.nonlinearity == "tanh" else F.relu_grad(S[1:])
-            self._record(SequenceRecord(steps=steps, X2=X2, S=S, da_factor=steps.mask(da_factor)))
-        return Y, S[T].copy()
+            da_factor = PX                                         # PX is spent: the factor is written over it
+            if self.nonlinearity == "tanh":
+                np.multiply(S[1:], S[1:], out=da_factor)
+                np.subtract(1.0, da_factor, out=da_factor)         # 1 − h'²
+            else:
+                np.greater(S[1:], 0.0, out=da_factor)              # [h' > 0]
+            self._record(SequenceRecord(steps=steps, X2=X2, S=S, da_factor=steps.mask(da_factor), buffers=buffers))
+        else:
+            buffers.give_back()
+        return Y, h_T
         # END SOLUTION
 
     def sequence_backward(self, dY, d_state_T):
@@ -128,9 +136,10 @@ class RNNCell(RecurrentCell):
         record, steps, dY, (carry,) = begin_backward(self, dY, d_state_T)
         # BEGIN SOLUTION optional and not graded: the backward of your sequence_forward; until it exists the layer runs your per-step backward
         T, N, H = steps.T, steps.N, self.hidden_size
-        p, g, dt = self.params, self.grads, self.dtype
-        DA = np.empty((T, N, H), dt)                               # da = d(x W_ihᵀ + h W_hhᵀ + biases)
-        d = np.empty((N, H), dt)
+        p, g = self.params, self.grads
+        buffers = Buffers(self)
+        DA = buffers.empty(T, N, H)                                # da = d(x W_ihᵀ + h W_hhᵀ + biases)
+        d = buffers.empty(N, H)
         for k in reversed(range(T)):
             np.add(dY[k], carry, out=d)                            # dL/dh_{k+1}
             np.multiply(d, record.da_factor[k], out=DA[k])
@@ -145,5 +154,8 @@ class RNNCell(RecurrentCell):
             da_sum = DA2.sum(axis=0)
             g["bias_ih"] += da_sum
             g["bias_hh"] += da_sum
-        return steps.order((DA2 @ p["weight_ih"]).reshape(T, N, self.input_size)), carry
+        dX = DA2 @ p["weight_ih"]
+        record.buffers.give_back()
+        buffers.give_back()
+        return steps.order(dX.reshape(T, N, self.input_size)), carry
         # END SOLUTION

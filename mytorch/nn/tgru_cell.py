@@ -25,6 +25,7 @@ from mytorch import functional as F
 from mytorch.grad_mode import is_recording
 from mytorch.nn.cell import Cache, RecurrentCell
 from mytorch.nn.fast_path import (
+    Buffers,
     SequenceRecord,
     begin_backward,
     begin_forward,
@@ -194,38 +195,41 @@ class TGRUCell(RecurrentCell):
         steps, X, (h0, m0), defaulted = begin_forward(self, X, state0, lengths, reverse)
         # BEGIN SOLUTION optional and not graded: the whole-sequence fast path (notebook 10 builds one); until it exists the layer runs your per-step forward
         T, N, H, I = steps.T, steps.N, self.hidden_size, self.input_size
-        p, dt = self.params, self.dtype
-        M = np.empty((T + 1, N, I), dt)                            # the memory before each step, and m_T
+        p = self.params
+        buffers = Buffers(self)                                    # per-call arrays, reused from call to call
+        M = buffers.empty(T + 1, N, I)                             # the memory before each step, and m_T
         M[0] = m0
         M[1:] = X
         if steps.idle is not None:
             for k in range(T):                                     # idle: the memory is kept, not replaced by x
                 np.copyto(M[k + 1], M[k], where=steps.idle[k])
         X2, M2 = X.reshape(T * N, I), M[:-1].reshape(T * N, I)
-        A = np.matmul(X2, gates_transposed(p["weight_ih"], 3))    # 3,TN,H  gate-major: each gate contiguous
-        A += np.matmul(M2, gates_transposed(p["weight_hh"], 3))
+        A = np.matmul(X2, gates_transposed(p["weight_ih"], 3), out=buffers.empty(3, T * N, H))    # gate-major
+        A += np.matmul(M2, gates_transposed(p["weight_hh"], 3), out=buffers.empty(3, T * N, H))
         A = A.reshape(3, T, N, H)
         if self.use_bias:
             A += p["bias_ih"].reshape(3, 1, 1, H)
         if self.use_recurrent_bias:
             A += p["bias_hh"].reshape(3, 1, 1, H)
         Z, Fg, O = A
-        F.sigmoid(Fg, out=Fg)                                      # f = σ(A_f), in place
+        F.sigmoid(Fg, out=Fg, scratch=buffers.empty(T, N, H))     # f = σ(A_f), in place
         np.tanh(O, out=O)                                          # o = tanh(A_o), in place
-        B = steps.mask(Z * O)                                      # z ⊙ o, zero when idle
+        B = steps.mask(np.multiply(Z, O, out=buffers.empty(T, N, H)))                  # z ⊙ o, zero when idle
         keep = steps.pass_through(Fg)                              # f, one when idle
-        S = np.empty((T + 1, N, H), dt)                            # h_0 … h_T (step order)
+        S = buffers.empty(T + 1, N, H)                             # h_0 … h_T (step order)
         S[0] = h0
         for k in range(T):
             h = S[k + 1]
             np.multiply(keep[k], S[k], out=h)
             h += B[k]                                              # h' = f ⊙ h + z ⊙ o
-        Y = steps.outputs(S)
+        Y, state_T = steps.outputs(S), (S[T].copy(), M[T].copy())
         if is_recording():
             self._record(SequenceRecord(steps=steps, X2=X2, M=M, S=S, A=A, keep=keep,
                                         from_params=(defaulted[0] and self.train_state,
-                                                     defaulted[1] and self.train_memory)))
-        return Y, (S[T].copy(), M[T].copy())
+                                                     defaulted[1] and self.train_memory), buffers=buffers))
+        else:
+            buffers.give_back()
+        return Y, state_T
         # END SOLUTION
 
     def sequence_backward(self, dY, d_state_T):
@@ -240,20 +244,25 @@ class TGRUCell(RecurrentCell):
         # and the memory's gradient runs back one step: x_k is the memory of step k+1 (or m_T).
         T, N, H, I = steps.T, steps.N, self.hidden_size, self.input_size
         p, g, A = self.params, self.grads, record.A
-        D = np.empty((T, N, H), self.dtype)                        # dL/dh_{k+1}
+        buffers = Buffers(self)
+        D = buffers.empty(T, N, H)                                 # dL/dh_{k+1}
         for k in reversed(range(T)):
             np.add(dY[k], carry_h, out=D[k])
             np.multiply(D[k], record.keep[k], out=carry_h)         # dh'/dh = f (1 when idle)
         steps.mask(D)
         Z, Fg, O = A
-        DA = np.empty((3, T, N, H), self.dtype)                    # dA_z, dA_f, dA_o
+        DA, factor = buffers.empty(3, T, N, H), buffers.empty(T, N, H)                 # dA_z, dA_f, dA_o
         np.multiply(D, O, out=DA[0])                               # dh'/dz = o
         df = DA[1]
         np.multiply(D, record.S[:-1], out=df)                      # dh'/df = h
-        df *= F.sigmoid_grad(Fg)                                   # df/dA_f = f(1 − f)
+        np.subtract(1.0, Fg, out=factor)
+        factor *= Fg
+        df *= factor                                               # df/dA_f = f(1 − f)
         do = DA[2]
         np.multiply(D, Z, out=do)                                  # dh'/do = z
-        do *= F.tanh_grad(O)                                       # do/dA_o = 1 − o²
+        np.multiply(O, O, out=factor)
+        np.subtract(1.0, factor, out=factor)
+        do *= factor                                               # do/dA_o = 1 − o²
         TN = T * N
         DA2, M2 = DA.reshape(3, TN, H), record.M[:-1].reshape(TN, I)
         g_ih, g_hh = gate_rows(g["weight_ih"], 3), gate_rows(g["weight_hh"], 3)
@@ -281,5 +290,7 @@ class TGRUCell(RecurrentCell):
             g["hidden_state"] += carry_h.sum(axis=0)               # the initial state repeated over the batch
         if record.from_params[1]:
             g["memory"] += carry_m.sum(axis=0)
+        record.buffers.give_back()
+        buffers.give_back()
         return steps.order(dX), (carry_h, carry_m)
         # END SOLUTION
