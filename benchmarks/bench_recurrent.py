@@ -10,7 +10,8 @@ interleaved rounds with a pause before every sample (see timing.py):
 - ``fast``: the cell's fast path, ``sequence_forward`` then ``sequence_backward`` per direction;
 - ``layer``: mytorch's sequence layer (it uses the fast path when it is wired in, else the per-step loop);
 - ``per-step``: what students write, one cell object, ``forward`` T times then ``backward`` T times;
-- the peers of peers.py: torch.nn.RNN/GRU/LSTM, a torch autograd loop over the cell, naive NumPy.
+- the peers of peers.py: torch.nn.RNN/GRU/LSTM, a torch autograd loop over the cell, naive NumPy, and the
+  fast path's matrix products alone (its NumPy ceiling).
 
 It reports the fast path's time, every ratio fast/peer (below 1: the fast path is faster; medians of the
 per-round ratios), its GFLOP/s and its fraction of this machine's NumPy GEMM peak measured in the same run.
@@ -33,7 +34,7 @@ from mytorch import nn  # noqa: E402
 CONFIGS = {"small": dict(T=50, N=8, I=32, H=64), "large": dict(T=100, N=64, I=128, H=256)}
 CELLS = {"RNN": ("RNNCell", "RNN"), "GRU": ("GRUCell", "GRU"), "GRUBlock": ("GRUBlockCell", "GRUBlock"),
          "GMU": ("GMUCell", "GMU"), "TGRU": ("TGRUCell", "TGRU"), "LSTM": ("LSTMCell", "LSTM")}
-PEERS = ("layer", "per-step", "torch.nn", "torch loop", "naive numpy")
+PEERS = ("layer", "per-step", "torch.nn", "torch loop", "naive numpy", "products")
 
 
 def _cell_class(cell):
@@ -146,7 +147,8 @@ def measure(cells, configs, dtypes, bidirectional, count, pause, clock):
             for cell in cells:
                 for both in ([False, True] if bidirectional else [False]):
                     makers = {"fast": fast, "layer": layer, "per-step": per_step, "torch.nn": peers.torch_nn,
-                              "torch loop": peers.torch_loop, "naive numpy": peers.naive}
+                              "torch loop": peers.torch_loop, "naive numpy": peers.naive,
+                              "products": peers.products}
                     runs = {name: make(cell, *size, dtype, both) for name, make in makers.items()}
                     runs = {name: run for name, run in runs.items() if run is not None}
                     if "fast" not in runs:
@@ -168,7 +170,7 @@ def measure(cells, configs, dtypes, bidirectional, count, pause, clock):
 
 def table(rows, peaks, markdown=False):
     head = ["config", "dtype", "cell", "dirs", "fast ms", "± rounds", "layer/fast", "per-step/fast", "fast/torch.nn",
-            "fast/torch loop", "fast/naive", "GFLOP/s", "% GEMM peak"]
+            "fast/torch loop", "fast/naive", "fast/products", "GFLOP/s", "% GEMM peak"]
     fmt = (lambda cells: "| " + " | ".join(cells) + " |") if markdown else \
         (lambda cells: "  ".join(f"{x:>13}" for x in cells))
     lines = [fmt(head)] + (["|" + "---|" * len(head)] if markdown else [])
@@ -177,14 +179,15 @@ def table(rows, peaks, markdown=False):
         # layer and per-step are shown as their time over the fast path's (the inverse of the stored ratio)
         shown = ["—" if q["layer"] is None else f"{1 / q['layer']:.2f}",
                  "—" if q["per-step"] is None else f"{1 / q['per-step']:.2f}"]
-        shown += ["—" if q[p] is None else f"{q[p]:.2f}" for p in ("torch.nn", "torch loop", "naive numpy")]
+        shown += ["—" if q[p] is None else f"{q[p]:.2f}" for p in ("torch.nn", "torch loop", "naive numpy", "products")]
         lines.append(fmt([r["config"], r["dtype"], r["cell"], str(r["directions"]), f"{r['ms']:.1f}",
                           f"±{100 * r['spread']:.0f}%", *shown,
                           f"{r['gflops']:.1f}", f"{100 * r['peak']:.0f}%"]))
     peak_text = ", ".join(f"{np.dtype(d).name} {p:.0f} GFLOP/s" for d, p in peaks.items())
     lines.append(f"\nNumPy GEMM peak measured in this run: {peak_text}. fast/peer: the fast path's time over the "
                  "peer's (below 1: faster), the median of per-round ratios; layer/fast and per-step/fast: "
-                 "their time over the fast path's; ± rounds: half the range of the fast path's rounds, over "
+                 "their time over the fast path's; fast/products: over the same matrix products alone, the NumPy ceiling "
+                 "(1.0 would mean the elementwise work cost nothing); ± rounds: half the range of the fast path's rounds, over "
                  "their median.")
     return "\n".join(lines)
 

@@ -5,6 +5,8 @@
   weight_hh, chunk, elementwise gates), for every cell.
 - ``naive``: a plain NumPy version with one matrix per gate, each step's gradients accumulated inside the
   backward loop, and fresh arrays everywhere: how the cells are usually first written.
+- ``products``: only the matrix products the cell's fast path computes (the same shapes, the same number of
+  calls), into arrays allocated once: what no NumPy version of the cell can beat, its ceiling here.
 
 Each peer returns a callable that runs forward and backward once (both directions with ``bidirectional``);
 every one computes the same function. A peer that does not exist for a cell returns None.
@@ -239,4 +241,35 @@ def _naive_one_direction(cell, T, N, I, H, dtype):
                 dx = dx + dmem
                 dmem = sum(d[g] @ U[g] for g in range(k))
             dh = dh_prev
+    return run
+
+
+# --------------------------------------------------------------------------------------------------
+# the products alone: the NumPy ceiling
+
+
+def product_shapes(cell, T, N, I, H):
+    """[(m, k, n, calls)] of the (m × k)·(k × n) products one direction's forward + backward computes."""
+    TN, G = T * N, GATES[cell]
+    if cell == "TGRU":                       # no per-step product: the gates read x and the memory, never h
+        return [(TN, I, G * H, 2), (G * H, TN, I, 2), (TN, G * H, I, 2)]
+    all_steps = [(TN, I, G * H, 1), (G * H, TN, I, 1), (G * H, TN, H, 1), (TN, G * H, I, 1)]
+    if cell == "GRUBlock":                   # r, u from h; then c from r ⊙ h: two products per step each way
+        per_step = [(N, H, 2 * H, T), (N, H, H, T), (N, H, H, T), (N, 2 * H, H, T)]
+    else:                                    # every gate's recurrent product as one, forward and backward
+        per_step = [(N, H, G * H, T), (N, G * H, H, T)]
+    return all_steps + per_step
+
+
+def products(cell, T, N, I, H, dtype, bidirectional=False):
+    rng = np.random.default_rng(0)
+    work = [(rng.standard_normal((m, k)).astype(dtype), rng.standard_normal((k, n)).astype(dtype),
+             np.empty((m, n), dtype), calls) for m, k, n, calls in product_shapes(cell, T, N, I, H)]
+    directions = 2 if bidirectional else 1
+
+    def run():
+        for _ in range(directions):
+            for a, b, out, calls in work:
+                for _ in range(calls):
+                    np.matmul(a, b, out=out)
     return run
