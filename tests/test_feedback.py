@@ -251,6 +251,10 @@ def test_a_nan_is_counted_as_one_and_the_errors_are_those_of_the_numbers():
     ("r_u_bar = np.concatenate([x, h_prev], axis=1) @ w_ru.T + b_ru", "Check the .T on w_ru"),
     ("n = np.tanh(gx[:, 2 * H:] + r @ g_n)", "an elementwise product"),
     ("y = f(a) @ g(b)", "either one side needs a transpose"),
+    ('g["weight_hh"] += da @ cache.hidden', "check the .T on the gradient"),      # not "an elementwise product"
+    ("self.dWrx += np.outer(dr, x) @ x", "check the .T on the gradient"),
+    ('g["weight_ih"] += da.T @ cache.hidden.T', "check which input this line uses"),  # the .T is there
+    ('grads["weight_hh"] = (da * s).T @ h_prev.T', "check which input this line uses"),
 ])
 def test_a_matmul_error_names_the_fix_its_line_needs(line, fix):
     error = "ValueError: matmul: Input operand 1 has a mismatch in its core dimension 0"
@@ -369,3 +373,25 @@ def test_an_opposite_sign_is_explained_for_the_ctc_gradient_in_its_own_terms():
     dy = np.random.default_rng(5).standard_normal((3, 2, 4))
     assert "dY = −Σ γ / y" in compare.compare("dY", -dy, dy, "x").hints[0][1]
     assert "1 − z versus z − 1" in compare.compare("dh", -dy[0], dy[0], "x").hints[0][1]
+
+
+def _verdict(number, body, config="N=2"):
+    header = f"case {number} ({config})"
+    return feedback.CaseVerdict(False, header, [f"{header}: {body}", "  more of it"], f"{header}: {body}")
+
+
+def test_cases_failing_the_same_way_share_one_line():
+    """After the first failing case in full, cases whose one-line summaries differ only in their numbers are one
+    line; a line number is never such a number; a kind the first case had says so."""
+    at = "(at mytorch/nn/rnn_cell.py:76 in backward)"
+    same = [_verdict(k, f"ValueError: matmul: size {k} is different from 5 {at}") for k in (1, 2, 3, 4)]
+    lines, _ = feedback._message(same, verbose=False)
+    assert lines == same[0].lines + ["cases 2–4: the same as case 1 (each with its own sizes or values)"]
+    other_line = _verdict(5, "ValueError: matmul: size 5 is different from 5 (at mytorch/nn/rnn_cell.py:77 in "
+                             "backward)")
+    shape = [_verdict(k, "Y: shape (3, 4), expected (4, 3)") for k in (6, 8)]
+    lines, _ = feedback._message(same[:2] + [other_line] + shape + [same[3]], verbose=False)
+    assert lines[2:] == ["cases 2 and 4: the same as case 1 (each with its own sizes or values)",
+                         other_line.summary,                              # another line of the file: its own
+                         "cases 6 and 8: Y: shape (3, 4), expected (4, 3)"]
+    assert feedback._message(same, verbose=True)[0] == [line for v in same for line in v.lines]

@@ -201,6 +201,10 @@ MATMUL_EITHER = ("the inner sizes of `@` must agree, (N, k) @ (k, M): either one
 LAYER_ORDER = places.LAYER_ORDER
 TRANSPOSED_RETURN = ("one array here is the transpose of the other: a gradient came back (H, N) instead of "
                      "(N, H); check the order of the matrix product that makes it (da @ W, not (da @ W).T)")
+WEIGHT_GRAD_MATMUL = ("a weight's gradient sums over the batch: da.T @ x is (H, N) @ (N, I), the weight's own "
+                      "shape (out, in); check the .T on the gradient in this line")
+WEIGHT_GRAD_OPERANDS = ("a weight's gradient is da.T @ (what the weight multiplied in forward): x for the term "
+                        "x @ W_ih.T, h for h @ W_hh.T; check which input this line uses")
 WEIGHT_GRAD_TRANSPOSED = ("a weight's gradient has the weight's own shape (out, in): for the term x @ W.T of "
                           "forward it is da.T @ x (out, in), not x.T @ da (in, out)")
 UNBATCHED_NO_STATE = ("this case is unbatched, X is (T, I), and passes no initial state: the layer steps its "
@@ -224,6 +228,7 @@ INVALID = ("an invalid value (NaN) in your code: 0/0, inf - inf or the log of a 
            "m + log(sum(exp(a - m)))), and never mix probabilities and log-probabilities")
 CACHE_FIELD = ("forward's Cache has no field {field}: what backward (and the grader) read must be stored by "
                "forward, Cache(..., {field}=...)")
+GRADIENT_UPDATE = re.compile(r"\bg(rads?)?\[[\"'](weight|w_)[^\]]*\]\s*\+?=|\bd_?W\w*\s*\+?=")
 _WEIGHTISH = re.compile(r"@\s*((?:p|self\.params|params)\[[\"'][^\"']+[\"']\]|[A-Za-z_]\w*(?![\w(]))(\.T\b)?")
 
 
@@ -244,6 +249,9 @@ def _filled(template, **values):
 
 def _matmul_hint(line):
     """Which fix a core-dimension error of `@` needs, read from the student's line."""
+    if GRADIENT_UPDATE.search(line):                # a weight's gradient: the transpose goes on the gradient
+        left = re.split(r"\+?=", line, maxsplit=1)[-1].split("@", 1)[0].strip()
+        return WEIGHT_GRAD_OPERANDS if re.search(r"\.T\W*$", left) else WEIGHT_GRAD_MATMUL
     operands = _WEIGHTISH.findall(line)
     weights = [op for op, _ in operands if re.search(r"weight|w_|(^|\W)W", op)]
     if weights:

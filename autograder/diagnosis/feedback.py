@@ -230,16 +230,58 @@ def _message(verdicts, verbose):
     """(lines, hints): the first failing case in full, the others in one line each, then each hint once (all in
     full with verbose); the hints as the class report counts them, without the student's own text that the
     lines show (the field, operand or line a hint names: ``compare.Hint``)."""
-    lines, hints, first = [], [], True
+    lines, hints, failing = [], [], []
     for v in verdicts:
         if v.passed:
             lines += v.lines
             continue
-        lines += v.lines if (first or verbose) else [v.summary]
-        first = False
+        if not failing or verbose:
+            lines += v.lines
+        failing.append(v)
         hints += [h for h in v.hints if h not in hints]
+    if not verbose:
+        lines += folded(failing)
     counted = merge_hints([(h[0], _key(h[1])) if isinstance(h, tuple) else _key(h) for h in hints])
     return lines + [f"  Hint: {h}" for h in merge_hints(hints)], counted
+
+
+CASE_HEADER = re.compile(r"case (\d+)\b")
+
+
+def folded(failing):
+    """One line for each kind of failure after the first failing case (shown in full): cases whose one-line
+    summaries are the same but for their numbers (a shape's sizes, a value; never a line number) share a line,
+    "cases 2–6: …", and a kind the first case had too says so instead of repeating it."""
+    def split(v):
+        number = CASE_HEADER.match(v.header)
+        body = v.summary[len(v.header):].lstrip(": ") if v.summary.startswith(v.header) else v.summary
+        return (int(number.group(1)) if number else None), body, re.sub(r"(?<![:\w.])\d+(\.\d+)?", "#", body)
+
+    if len(failing) < 2:
+        return []
+    first_number, _, first_key = split(failing[0])
+    groups = {}                                            # key -> [(number, body, summary)], in order
+    for v in failing[1:]:
+        number, body, key = split(v)
+        groups.setdefault(key, []).append((number, body, v.summary))
+    lines = []
+    for key, members in groups.items():
+        numbers = [n for n, _, _ in members]
+        if len(members) == 1 or None in numbers:
+            lines += [summary for _, _, summary in members]
+            continue
+        text = f"the same as case {first_number}" if key == first_key and first_number else members[0][1]
+        if len({body for _, body, _ in members}) > 1:
+            text += " (each with its own sizes or values)"
+        lines.append(f"cases {_numbers(numbers)}: {text}")
+    return lines
+
+
+def _numbers(numbers):
+    """2–6, or 2, 4 and 7."""
+    if numbers == list(range(numbers[0], numbers[-1] + 1)) and len(numbers) > 2:
+        return f"{numbers[0]}–{numbers[-1]}"
+    return ", ".join(map(str, numbers[:-1])) + f" and {numbers[-1]}"
 
 
 def _key(text):
