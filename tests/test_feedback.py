@@ -395,3 +395,17 @@ def test_cases_failing_the_same_way_share_one_line():
                          other_line.summary,                              # another line of the file: its own
                          "cases 6 and 8: Y: shape (3, 4), expected (4, 3)"]
     assert feedback._message(same, verbose=True)[0] == [line for v in same for line in v.lines]
+
+
+def test_a_statement_is_shown_as_written_without_its_comments():
+    """A statement over several lines keeps its lines and their relative indentation; comments (trailing, or
+    between its lines) go, a # inside a string stays; the error line of a traceback loses its comment too."""
+    from autograder.diagnosis.tracing import shown_source
+    from autograder.parts.driver import without_comment
+    written = ['        a = (x @ W.T      # the input', '             # the state:', '             + h @ U.T)',
+               '        s = "#1"  # not this']
+    assert shown_source(written[:3]) == "a = (x @ W.T\n     + h @ U.T)"
+    assert shown_source(written[3:]) == 's = "#1"'
+    assert without_comment('    g["w"] += da @ h          # dW = daᵀ h') == 'g["w"] += da @ h'
+    assert without_comment("    a = (b +   # goes on") == "a = (b +"
+    assert without_comment('x = "a # b"') == 'x = "a # b"'

@@ -38,6 +38,7 @@ import difflib
 import functools
 import math
 import re
+import textwrap
 import threading
 import time
 
@@ -541,7 +542,7 @@ def explain(reference, student, config=None, wrong_outputs=(), forward_right=Fal
         s = mine[j]
         previous = [r.value for r in ref[:finding.wrong] if _base(r.name) == _base(q.name)][-1:]
         kind = kind_of_difference(s.value, q.value, previous, gates, backward="backward" in q.function)
-        lines.append(f"  your `{s.name}` at {s.file}:{s.line}" + (f":\n    {s.text}" if s.text else ""))
+        lines.append(f"  your `{s.name}` at {s.file}:{s.line}" + (":\n" + textwrap.indent(s.text, "    ") if s.text else ""))
         # a value of another name is the nearest one, not the quantity: say whose value it is compared with
         other = q.name if _base(s.name) != _base(q.name) else None
         difference = "; ".join(t for t in (_first_difference(s.value, q.value, other), kind) if t)
@@ -552,7 +553,7 @@ def explain(reference, student, config=None, wrong_outputs=(), forward_right=Fal
         named = [s for s in mine[finding.after + 1:] if _base(s.name) == _base(q.name)]
         if named:                                      # the student's value of that name, in another shape
             s = named[0]
-            lines.append(f"  your `{s.name}` at {s.file}:{s.line}" + (f":\n    {s.text}" if s.text else ""))
+            lines.append(f"  your `{s.name}` at {s.file}:{s.line}" + (":\n" + textwrap.indent(s.text, "    ") if s.text else ""))
             lines.append(f"    shape {s.value.shape}, expected {q.value.shape}")
             lines += _called_from(student, s)
         else:

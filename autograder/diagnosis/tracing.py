@@ -5,7 +5,7 @@ traced line by line. When a statement that assigns finishes, each of its targets
 and, if it holds numbers, kept as one record:
 
     name   the target as the code spells it: ``da_n``, ``self.r``, ``g["weight_ih"]``, ``la[t]``
-    file, line, text   where the statement is (its first line) and its source, comment included
+    file, line, text   where the statement is (its first line) and its source as written, without comments
     frame  which call of which function (calls are numbered as they start)
     reads  earlier records of the same call that the statement reads (by name, or by the array indexed)
     value  a float64 copy
@@ -24,10 +24,13 @@ is lost is the diagnosis, never the case. Stdlib and NumPy only: the child loads
 the test of the tracer).
 """
 import ast
+import io
 import linecache
 import os
 import sys
+import textwrap
 import time
+import tokenize
 
 import numpy as np
 
@@ -44,7 +47,7 @@ class _Statement:
 
     def __init__(self, node, targets, source_lines, is_return=False):
         self.line, self.targets, self.is_return = node.lineno, targets, is_return
-        self.text = " ".join(s.strip() for s in source_lines[node.lineno - 1:node.end_lineno])[:TEXT]
+        self.text = shown_source(source_lines[node.lineno - 1:node.end_lineno])[:TEXT]
         self._node, self._reads = node, None
 
     @property
@@ -57,6 +60,20 @@ class _Statement:
             if isinstance(node, ast.AugAssign):
                 self._reads |= _loads(node.target)
         return self._reads
+
+
+def shown_source(lines):
+    """A statement's lines as written, its comments (a trailing one, or one between its lines) dropped and its
+    indentation made relative to its first line; the lines as they are if they do not tokenize."""
+    lines = textwrap.dedent("\n".join(lines)).splitlines()
+    try:
+        comments = {token.start for token in tokenize.generate_tokens(io.StringIO("\n".join(lines) + "\n").readline)
+                    if token.type == tokenize.COMMENT}
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        comments = set()
+    for row, column in comments:
+        lines[row - 1] = lines[row - 1][:column]
+    return "\n".join(line.rstrip() for line in lines if line.strip())
 
 
 def _text(node):

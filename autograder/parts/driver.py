@@ -8,9 +8,11 @@ parent.
 """
 import contextlib
 import importlib.util
+import io
 import json
 import linecache
 import os
+import tokenize
 import traceback
 import warnings
 
@@ -392,7 +394,20 @@ def _where_in(error, root):
     else:
         f, rel = frames[k]
         via = "" if inner is f else f" (raised inside the provided {inner.name} in {inner_rel}, called here)"
-    return f"{rel}:{f.lineno} in {f.name}: {(f.line or '').strip()}{via}"
+    return f"{rel}:{f.lineno} in {f.name}: {without_comment(f.line or '')}{via}"
+
+
+def without_comment(line):
+    """One source line, stripped, without its trailing comment (a ``#`` inside a string stays); the line as it
+    is if it does not tokenize alone (the first line of a statement that goes on)."""
+    line = line.strip()
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(line + "\n").readline):
+            if token.type == tokenize.COMMENT:
+                return line[:token.start[1]].rstrip()
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        pass
+    return line
 
 
 def _student_warnings(caught, root):
@@ -402,7 +417,7 @@ def _student_warnings(caught, root):
     for w in caught:
         rel = _inside(w.filename, root) if w.filename else None
         if rel and len(found) < 5:
-            line = linecache.getline(w.filename, w.lineno).strip()
+            line = without_comment(linecache.getline(w.filename, w.lineno))
             found.append(f"{w.category.__name__}: {w.message} at {rel}:{w.lineno}: {line}"[:500])
     return found
 
