@@ -190,8 +190,7 @@ class GMUCell(RecurrentCell):
         input gradient and every weight gradient are one product (or one sum) per gate over all steps."""
         record, steps, dY, (carry_h, carry_c) = begin_backward(self, dY, d_state_T)
         # BEGIN SOLUTION optional and not graded: the backward of your sequence_forward; until it exists the layer runs your per-step backward
-        T, N, H = steps.T, steps.N, self.hidden_size
-        p, g = self.params, self.grads
+        T, N, H, p, g = steps.T, steps.N, self.hidden_size, self.params, self.grads
         buffers = Buffers(self)
         # step-major with the gates side by side, as weight_ih's and weight_hh's rows are stacked: each step's
         # dh_k is ONE product [da_i | da_m | da_o] W_hh, and each weight gradient one over all steps
