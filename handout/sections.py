@@ -94,11 +94,26 @@ def unlink_missing(text, shipped):
     return LINK.sub(lambda m: m.group(0) if m.group("page") in shipped else m.group("text"), text)
 
 
+IF = re.compile(r"<!-- if (?P<what>[\d. ]+) -->(?P<text>.*?)<!-- end if -->", re.S)
+
+
+def in_course(name, course):
+    """Whether ``name`` (a part '7.3' or a section '7') is graded by ``course``."""
+    return name in course.points if "." in name else name in course.sections
+
+
+def conditionals(text, course):
+    """Every ``<!-- if 7.3 -->…<!-- end if -->`` (parts or sections, any of which will do) kept, markers removed,
+    when the course grades one of them, else removed: a page says what grades what in this course only."""
+    return IF.sub(lambda m: m.group("text") if any(in_course(n, course) for n in m.group("what").split())
+                  else "", text)
+
+
 def render_page(name, text, course, shipped):
     """A page of the written assignment as this course ships it."""
     if name == "README.md":
         text = points_table(text, course)
-    return unlink_missing(inline_points(text, course), shipped)
+    return unlink_missing(inline_points(conditionals(text, course), course), shipped)
 
 
 def pages(folder, course):

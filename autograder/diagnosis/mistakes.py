@@ -130,6 +130,7 @@ RNN, GRU, GB, GMU, TGRU, SEQ = "nn/rnn_cell.py", "nn/gru_cell.py", "nn/gru_block
 LSTM = "nn/lstm_cell.py"
 CTC, DEC, COURSE = "nn/ctc.py", "nn/ctc_decode.py", "nn/ctc_course.py"
 ALL_SEQ = ("6.1", "6.2", "6.3", "6.4", "6.5", "7.3")
+PADDED = ("6.1", "6.2", "7.3")                 # the parts with a padded batch
 
 CATALOGUE = (
     # ---- RNN cell
@@ -260,11 +261,11 @@ CATALOGUE = (
     Mistake("seq-output-gradient-dropped", SEQ, "self._parts(d_state)[0] + dY[t],)", "self._parts(d_state)[0],)",
             ALL_SEQ, DY_DROPPED, variant=True, located="line"),
     Mistake("seq-ignores-lengths", SEQ, "state = self._as_state(tuple(np.where(live[t], a, b)",
-            "state = new\n            _ = self._as_state(tuple(np.where(live[t], a, b)", ("7.3",),
+            "state = new\n            _ = self._as_state(tuple(np.where(live[t], a, b)", PADDED,
             IGNORES_LENGTHS, variant=True, located="line"),
     Mistake("seq-backward-ignores-lengths", SEQ,
             "d_new = self._as_state(tuple(np.where(live[t], d, 0.0) for d in with_output))",
-            "d_new = self._as_state(with_output)", ("7.3",), IGNORES_LENGTHS_BACKWARD, variant=True,
+            "d_new = self._as_state(with_output)", PADDED, IGNORES_LENGTHS_BACKWARD, variant=True,
             located="line"),
     # ---- the orientation of the weights: an error when I != H, recognised from the values when I == H
     Mistake("rnn-x-at-weight-untransposed", RNN, 'a = x @ p["weight_ih"].T', 'a = x @ p["weight_ih"]',

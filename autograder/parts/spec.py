@@ -111,11 +111,15 @@ PARTS = (
     Part("5.2", "TGRU cell backward", 5, "backward", "TGRUCell",
          _cell_cases((2, 3, 4, {"train_state": True, "train_memory": True}, 1),
                      (2, 3, 4, {"train_state": True, "train_memory": True}, 3), LARGE)),
-    # a bidirectional layer of T > 1 in each of the first two: the reverse direction's order is graded there too
+    # a bidirectional layer of T > 1 in each of the first two: the reverse direction's order is graded there too;
+    # and a padded batch in each (last, so the other cases stay as drawn): section 6 grades the masking of padded
+    # steps itself, forward and backward, whether or not the course has section 7
     Part("6.1", "BPTT: RNN sequence layer", 3, "sequence", "RNNCell",
-         _sequence_cases((2, 3, 4, {}, 4, 1, False, {"bidirectional": True}))),
+         _sequence_cases((2, 3, 4, {}, 4, 1, False, {"bidirectional": True})) +
+         ((3, 3, 4, {}, 5, 2, False, {"lengths": [5, 2, 4]}),)),
     Part("6.2", "BPTT: GRU sequence layer", 3, "sequence", "GRUCell",
-         _sequence_cases((3, 4, 2, {}, 1, 1, True), (2, 3, 4, {}, 4, 1, False, {"bidirectional": True}))),
+         _sequence_cases((3, 4, 2, {}, 1, 1, True), (2, 3, 4, {}, 4, 1, False, {"bidirectional": True})) +
+         ((3, 3, 4, {}, 4, 1, True, {"bidirectional": True, "lengths": [4, 1, 3]}),)),
     Part("6.3", "BPTT: GRU block sequence layer", 3, "sequence", "GRUBlockCell", _sequence_cases()),
     Part("6.4", "BPTT: GMU sequence layer", 3, "sequence", "GMUCell", _sequence_cases((1, 4, 3, {}, 3, 2, True))),
     Part("6.5", "BPTT: TGRU sequence layer", 3, "sequence", "TGRUCell",

@@ -1,0 +1,72 @@
+"""A partial course as an instructor runs one: sections 1, 2, 6 and 8, points of its own. What it grades, what
+it hands out and what its students read follow from the course, never from the full assignment's template."""
+import os
+
+import pytest
+
+from autograder.diagnosis import mistakes
+from autograder.parts import spec
+from handout import build
+from tests.graderkit import load_results, make_grader_copy, make_submission, run_cli
+
+PARTIAL = """[assignment]
+title = "RNNs, GRUs and CTC"
+sections = ["1", "2", "6", "8"]
+[assignment.points]
+"1.1" = 6
+"1.2" = 9
+"6.1" = 5
+"6.2" = 5
+"""
+
+
+def test_section_6_has_padded_cases_forward_and_backward():
+    """Padding is graded by section 6 itself, whether or not the course has section 7 (7.3)."""
+    padded = {p.number for p in spec.PARTS if p.kind == "sequence" and any(
+        isinstance(s[-1], dict) and s[-1].get("lengths") for s in p.shapes)}
+    assert {"6.1", "6.2"} <= padded
+    for number in ("6.1", "6.2"):
+        configs = [c for c, _ in spec.make_cases(spec.PARTS_BY_NUMBER[number], 11785)]
+        lengths = [c["lengths"] for c in configs if c.get("lengths")]
+        assert lengths and any(min(n) < c for n, c in zip(lengths, [max(n) for n in lengths]))
+
+
+@pytest.mark.parametrize("mistake_id", ["seq-backward-ignores-lengths", "seq-ignores-lengths"])
+def test_a_bptt_that_ignores_padding_loses_points_without_section_7(tmp_path, mistake_id):
+    mistake = next(m for m in mistakes.CATALOGUE if m.id == mistake_id)
+    folder = make_grader_copy(tmp_path, PARTIAL)
+    make_submission(tmp_path, [(mistake.path, mistake.old, mistake.new)])
+    proc = run_cli(["6", "--json", str(tmp_path / "r.json")], cwd=folder)
+    tests = {t["number"]: t for t in load_results(tmp_path / "r.json")["tests"]}
+    assert set(tests) == {"6.1", "6.2", "6.3", "6.4", "6.5"}, proc.stdout
+    for number in ("6.1", "6.2"):                          # the parts with a padded batch lose points
+        assert tests[number]["score"] < tests[number]["max_score"] == 5, (number, proc.stdout)
+    for number in ("6.3", "6.4", "6.5"):                   # no padded case there: full marks
+        assert tests[number]["score"] == tests[number]["max_score"] == 3
+    assert mistake.hint.split(":")[0][:40] in proc.stdout
+
+
+@pytest.mark.parametrize("kind", ["handout", "gradescope", "prairielearn", "autolab"])
+def test_a_failed_build_leaves_nothing_and_keeps_the_earlier_build(tmp_path, monkeypatch, kind):
+    """Built aside and moved into place at the end: a failure leaves no half-built folder at --out, no zip and no
+    staging folder, and an earlier build of the same kind stays whole."""
+    builders = {"handout": build.build_handout, "gradescope": build.build_gradescope,
+                "prairielearn": build.build_prairielearn, "autolab": build.build_autolab}
+    out = tmp_path / "out"
+
+    def broken(*args, **kwargs):
+        raise build.BuildError("broken on purpose")
+    monkeypatch.setattr(build, "copy_grader", broken)
+    with pytest.raises(build.BuildError, match="broken on purpose"):
+        builders[kind](str(out))
+    assert os.listdir(tmp_path) == []                      # nothing: no out, no out.zip, no staging folder
+    monkeypatch.undo()
+    builders[kind](str(out))
+    before = sorted(os.path.relpath(os.path.join(d, n), out) for d, _, names in os.walk(out) for n in names)
+    assert os.path.isfile(out / "autograder" / "course.toml") or os.path.isfile(out / "tests" / "autograder" /
+                                                                                  "course.toml") or kind == "autolab"
+    monkeypatch.setattr(build, "copy_grader", broken)
+    with pytest.raises(build.BuildError):
+        builders[kind](str(out))
+    after = sorted(os.path.relpath(os.path.join(d, n), out) for d, _, names in os.walk(out) for n in names)
+    assert after == before and sorted(p for p in os.listdir(tmp_path) if p.startswith(".")) == []
