@@ -31,10 +31,12 @@ from the solution; student code runs as the unprivileged user ``student`` (creat
 read the solution. Without the solution (``--fixed-cases``, or ``fresh_seed = false`` in the course) it grades
 on the stored cases, which every student holds; that is refused unless asked for with ``--fixed-cases``.
 """
+import contextlib
 import json
 import os
 import shutil
 import sys
+import tempfile
 import uuid
 
 import autograder
@@ -212,10 +214,9 @@ def _listing(found, verb, shown=10):
         lines.append(f"  … and {len(found) - shown} more")
     return "\n".join(lines)
 
-def fresh_output(out, kind, force=False):
-    """An empty folder ``out`` for a build of ``kind``: an existing one is replaced only if it is empty or holds
-    an earlier build of the same kind (its ``STAMP`` says so), or with ``force``."""
-    out = os.path.abspath(out)
+def check_output(out, kind, force=False):
+    """A BuildError unless ``out`` may receive a build of ``kind``: it is absent, empty or holds an earlier build of
+    the same kind (its ``STAMP`` says so), or ``force``."""
     if os.path.lexists(out) and not force:
         if not os.path.isdir(out) or os.path.islink(out):
             raise BuildError(f"--out {out} is not a folder: give another path (or --force to replace it)")
@@ -228,15 +229,40 @@ def fresh_output(out, kind, force=False):
             what = f"a {earlier} build" if earlier else "not a build of python -m handout"
             raise BuildError(f"--out {out} is not empty and is {what}: give an empty or new folder, or --force to "
                              "delete what is there")
-    if os.path.lexists(out):
-        if os.path.isdir(out) and not os.path.islink(out):
-            shutil.rmtree(out)
-        else:
-            os.unlink(out)
-    os.makedirs(out)
-    with open(os.path.join(out, STAMP), "w", encoding="utf-8") as f:
-        f.write(kind + "\n")
-    return out
+
+
+def _remove(path):
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path)
+    elif os.path.lexists(path):
+        os.unlink(path)
+
+
+@contextlib.contextmanager
+def staged(out, kind, force=False):
+    """Build aside, then move into place: yields an empty folder ``target`` (with its stamp) in a hidden folder
+    beside ``out``, named as ``out`` is (so a zip of it, ``target + '.zip'``, holds the right folder name). When
+    the block ends without an error, ``target`` replaces ``out`` and its zip, if made, replaces ``out.zip``;
+    after an error nothing is moved and the hidden folder is removed: ``out`` is what it was, never half a
+    build."""
+    out = os.path.abspath(out)
+    check_output(out, kind, force)
+    parent = os.path.dirname(out)
+    os.makedirs(parent, exist_ok=True)
+    aside = tempfile.mkdtemp(prefix=f".{os.path.basename(out)}.building-", dir=parent)
+    try:
+        target = os.path.join(aside, os.path.basename(out))
+        os.makedirs(target)
+        with open(os.path.join(target, STAMP), "w", encoding="utf-8") as f:
+            f.write(kind + "\n")
+        yield target
+        if os.path.lexists(out):
+            os.rename(out, os.path.join(aside, "earlier"))
+        os.rename(target, out)
+        if os.path.isfile(target + ".zip"):
+            os.replace(target + ".zip", out + ".zip")
+    finally:
+        shutil.rmtree(aside, ignore_errors=True)
 
 
 def load(config):
@@ -279,7 +305,15 @@ def build_handout(out, config=None, force=False, warn=_stderr, solutions=None):
     course = load(config)
     if solutions is None:
         solutions = course.release_solutions
-    out = fresh_output(out, "handout", force)
+    with staged(out, "handout", force) as target:
+        regions = _build_handout(target, course, warn, solutions)
+        _zip(target, "handout", root_dir=os.path.dirname(target), base_dir=os.path.basename(target))
+    out = os.path.abspath(out)
+    return out, out + ".zip", regions
+
+
+def _build_handout(out, course, warn, solutions):
+    """The student version of ``course`` in the empty folder ``out``; returns the number of regions stripped."""
     keep = set(spec.SECTIONS) - set(course.sections)
     sources, provided = [], []                     # files whose regions were stripped; files kept working
     try:
@@ -304,8 +338,7 @@ def build_handout(out, config=None, force=False, warn=_stderr, solutions=None):
         shutil.copy(os.path.join(HERE, "student", name), os.path.join(out, name))
     check_no_markers(out)
     check_no_leaks(sources, out, provided, warn, equations=not solutions)
-    archive = _zip(out, "handout", root_dir=os.path.dirname(out), base_dir=os.path.basename(out))
-    return out, archive, regions
+    return regions
 
 
 FIXED_CASES_REFUSED = ("a zip without the solution grades every submission on the fixed cases, whose inputs "
@@ -326,17 +359,19 @@ def build_gradescope(out, with_solution=None, config=None, force=False, fixed_ca
         raise BuildError("--fixed-cases builds without the solution; it cannot be combined with --with-solution")
     if not with_solution and not fixed_cases:
         raise BuildError(FIXED_CASES_REFUSED)
-    out = fresh_output(out, "gradescope", force)
-    copy_grader(os.path.join(out, "autograder"), course)
-    for name in ("setup.sh", "run_autograder"):
-        shutil.copy(os.path.join(HERE, "gradescope", name), os.path.join(out, name))
-        os.chmod(os.path.join(out, name), 0o755)
-    if with_solution:
-        shutil.copytree(os.path.join(REPO, "mytorch"), os.path.join(out, "solution", "mytorch"), ignore=_ignore)
-    else:
-        check_no_markers(out)
-    archive = _zip(out, "gradescope", root_dir=out)
-    return out, archive
+    with staged(out, "gradescope", force) as target:
+        copy_grader(os.path.join(target, "autograder"), course)
+        for name in ("setup.sh", "run_autograder"):
+            shutil.copy(os.path.join(HERE, "gradescope", name), os.path.join(target, name))
+            os.chmod(os.path.join(target, name), 0o755)
+        if with_solution:
+            shutil.copytree(os.path.join(REPO, "mytorch"), os.path.join(target, "solution", "mytorch"),
+                            ignore=_ignore)
+        else:
+            check_no_markers(target)
+        _zip(target, "gradescope", root_dir=target)
+    out = os.path.abspath(out)
+    return out, out + ".zip"
 
 
 PRAIRIELEARN_IMAGE = "prairielearn/grader-python"     # a Python 3 with NumPy; any image with one will do
@@ -349,7 +384,12 @@ def build_prairielearn(out, config=None, force=False, image=PRAIRIELEARN_IMAGE):
     with the course's data, the solution, and the entrypoint ``run.sh``). Every submission is graded on fresh
     cases the solution computes, as the Gradescope zip does by default."""
     course = load(config)
-    out = fresh_output(out, "prairielearn", force)
+    with staged(out, "prairielearn", force) as target:
+        _build_prairielearn(target, course, image)
+    return os.path.abspath(out)
+
+
+def _build_prairielearn(out, course, image):
     tests = os.path.join(out, "tests")
     copy_grader(os.path.join(tests, "autograder"), course)
     shutil.copytree(os.path.join(REPO, "mytorch"), os.path.join(tests, "solution", "mytorch"), ignore=_ignore)
@@ -367,7 +407,6 @@ def build_prairielearn(out, config=None, force=False, image=PRAIRIELEARN_IMAGE):
         page = f.read().format(parts=len(course.parts()), total=course.total)
     with open(os.path.join(out, "question.html"), "w", encoding="utf-8") as f:
         f.write(page)
-    return out
 
 
 def build_autolab(out, config=None, force=False):
@@ -375,17 +414,17 @@ def build_autolab(out, config=None, force=False):
     ``autograde-Makefile``. No solution: Tango runs the grader as the user student code runs as, who could read
     it, so every submission is graded on the stored cases. Returns the two files' paths."""
     course = load(config)
-    out = fresh_output(out, "autolab", force)
-    staging = os.path.join(out, ".autograde")
-    try:
-        copy_grader(os.path.join(staging, "autograder"), course)
-        check_no_markers(staging)
-        tar = shutil.make_archive(os.path.join(out, "autograde"), "tar", root_dir=staging, base_dir="autograder")
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    makefile = os.path.join(out, "autograde-Makefile")
-    shutil.copy(os.path.join(HERE, "autolab", "autograde-Makefile"), makefile)
-    return tar, makefile
+    with staged(out, "autolab", force) as target:
+        staging = os.path.join(target, ".autograde")
+        try:
+            copy_grader(os.path.join(staging, "autograder"), course)
+            check_no_markers(staging)
+            shutil.make_archive(os.path.join(target, "autograde"), "tar", root_dir=staging, base_dir="autograder")
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        shutil.copy(os.path.join(HERE, "autolab", "autograde-Makefile"), os.path.join(target, "autograde-Makefile"))
+    out = os.path.abspath(out)
+    return os.path.join(out, "autograde.tar"), os.path.join(out, "autograde-Makefile")
 
 
 def _zip(out, kind, **where):

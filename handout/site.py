@@ -28,7 +28,8 @@ import subprocess
 import sys
 import tempfile
 
-from handout.build import REPO, BuildError, build_handout, check_no_leaks, check_no_markers, fresh_output
+from handout import sections as sections_of
+from handout.build import REPO, BuildError, build_handout, check_no_leaks, check_no_markers, load, staged
 from handout.markers import BEGIN, END
 
 PAGES = os.path.join(REPO, "handout", "site_pages")
@@ -225,7 +226,7 @@ def _fill(template, values):
     return re.sub(r"\{\{ (\w+) \}\}", lambda m: values[m.group(1)], template)
 
 
-def write_sources(build, src, solutions, executed_by_name, notebooks):
+def write_sources(build, src, solutions, executed_by_name, notebooks, course):
     """The Sphinx source folder ``src``: conf.py, pages, the build's assignment and notebooks, MathJax."""
     os.makedirs(os.path.join(src, "_static", "mathjax"))
     shutil.copy(mathjax_script(), os.path.join(src, "_static", "mathjax", MATHJAX))
@@ -240,7 +241,11 @@ def write_sources(build, src, solutions, executed_by_name, notebooks):
 
     section_rows = "\n".join(f"- [{_title(os.path.join(assignment, n))}](assignment/{n})" for n in sections)
     notebook_rows = "\n".join(f"- [{notebooks[n]}](notebooks/{n})" for n in notebook_names)
+    backward = [p.number for p in course.parts() if p.kind == "backward"] or [p.number for p in course.parts()]
     values = {
+        "title": course.title,
+        "example_part": backward[0],
+        "example_section": backward[0].split(".")[0],
         "edition": "the instructor's edition, with the solutions" if solutions else "the student edition",
         "sections": section_rows or "- (no section chosen)",
         "notebooks": notebook_rows or "- (no notebook)",
@@ -250,7 +255,7 @@ def write_sources(build, src, solutions, executed_by_name, notebooks):
     values.update(grader_examples(build, sections[0].split("-")[0] if sections else "1"))
     for name in ("index.md", "grader.md"):
         with open(os.path.join(PAGES, name), encoding="utf-8") as f:
-            text = _fill(f.read(), values)
+            text = _fill(sections_of.conditionals(f.read(), course), values)
         with open(os.path.join(src, name), "w", encoding="utf-8") as f:
             f.write(text)
 
@@ -311,14 +316,24 @@ def _solution_sources(build):
 def build_site(out, config=None, solutions=False, cache_dir=None, keep_work=False, force=False):
     """The course site in ``out`` (``out/index.html``); returns (out, seconds spent executing notebooks).
 
-    ``out`` is replaced only if it is empty or an earlier site (``force``: whatever it holds). The handout build
-    and the Sphinx sources are made in ``out + '.work'``, removed afterwards unless ``keep_work``."""
+    ``out`` is replaced only if it is empty or an earlier site (``force``: whatever it holds), and only once the
+    site is whole (``staged``): a failed build leaves ``out`` as it was. The handout build and the Sphinx
+    sources are made beside it, and kept as ``out + '.work'`` with ``keep_work``."""
+    course = load(config)
+    out = os.path.abspath(out)
+    with staged(out, "site", force) as target:
+        work = target + ".work"
+        os.makedirs(work)
+        execution_seconds = _build_site(target, work, course, config, solutions, cache_dir)
+        if keep_work:
+            if os.path.lexists(out + ".work"):
+                shutil.rmtree(out + ".work")
+            os.rename(work, out + ".work")
+    return out, execution_seconds
+
+
+def _build_site(out, work, course, config, solutions, cache_dir):
     import time
-    out = fresh_output(out, "site", force)
-    work = out + ".work"
-    if os.path.exists(work):
-        shutil.rmtree(work)
-    os.makedirs(work)
     build = build_handout(os.path.join(work, "handout"), config, solutions=solutions)[0]
 
     started = time.monotonic()
@@ -336,8 +351,9 @@ def build_site(out, config=None, solutions=False, cache_dir=None, keep_work=Fals
     execution_seconds = time.monotonic() - started
 
     src = os.path.join(work, "src")
-    write_sources(build, src, solutions, executed, notebooks)
-    env = dict(os.environ, PYTHONPATH=build, MYTORCH_SITE_SOLUTIONS="1" if solutions else "0")
+    write_sources(build, src, solutions, executed, notebooks, course)
+    env = dict(os.environ, PYTHONPATH=build, MYTORCH_SITE_SOLUTIONS="1" if solutions else "0",
+               MYTORCH_SITE_TITLE=course.title)
     command = [sys.executable, "-m", "sphinx", "-b", "html", "-q", "-W", "--keep-going", "-j", "1",
                "-d", os.path.join(work, "doctrees"), src, out]
     result = subprocess.run(command, cwd=build, env=env, capture_output=True, text=True)
@@ -353,6 +369,4 @@ def build_site(out, config=None, solutions=False, cache_dir=None, keep_work=Fals
     check_no_markers(out)                              # in either edition: markers are never shown
     if not solutions:
         check_site_leaks(_solution_sources(build), out)
-    if not keep_work:
-        shutil.rmtree(work)
-    return out, execution_seconds
+    return execution_seconds

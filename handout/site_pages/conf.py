@@ -32,7 +32,7 @@ mathjax_path = "mathjax/tex-svg-full.js"
 mathjax3_config = {"options": {"enableMenu": False}, "svg": {"fontCache": "global"}}
 
 html_theme = "furo"
-html_title = "mytorch: recurrent networks by hand"
+html_title = os.environ.get("MYTORCH_SITE_TITLE") or "mytorch: recurrent networks by hand"   # the course's title
 html_static_path = ["_static"]
 html_css_files = ["custom.css"]
 html_copy_source = False
