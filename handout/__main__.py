@@ -24,7 +24,8 @@ def write_tables(config):
         path = os.path.join(folder, name)
         with open(path, encoding="utf-8") as f:
             text = f.read()
-        new = sections.inline_points(sections.points_table(text, course) if name == "README.md" else text, course)
+        new = sections.inline_points(sections.intro(sections.points_table(text, course), course)
+                                     if name == "README.md" else text, course)
         if new != text:
             with open(path, "w", encoding="utf-8") as f:
                 f.write(new)

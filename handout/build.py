@@ -294,6 +294,31 @@ def copy_assignment(dst, course):
             f.write(text)
 
 
+def _notebook_title(notebook):
+    for cell in notebook.get("cells", []):
+        if cell.get("cell_type") == "markdown":
+            source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+            for line in source.split("\n"):
+                if line.startswith("# "):
+                    return line[2:].strip()
+    return "notebook"
+
+
+def write_student_readme(out, course):
+    """The student README of the build in ``out``, made from the course and the notebooks it ships."""
+    notebooks = []
+    folder = os.path.join(out, "notebooks")
+    for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
+        if name.endswith(".ipynb"):
+            with open(os.path.join(folder, name), encoding="utf-8") as f:
+                notebook = json.load(f)
+            notebooks.append((name, _notebook_title(notebook), sections.notebook_needs(notebook)))
+    with open(os.path.join(HERE, "student", "README.md"), encoding="utf-8") as f:
+        text = sections.student_readme(f.read(), course, notebooks)
+    with open(os.path.join(out, "README.md"), "w", encoding="utf-8") as f:
+        f.write(text)
+
+
 def _stderr(message):
     print(message, file=sys.stderr)
 
@@ -334,8 +359,8 @@ def _build_handout(out, course, warn, solutions):
         raise BuildError(str(error).strip('"')) from None
     copy_grader(os.path.join(out, "autograder"), course)
     copy_assignment(os.path.join(out, "assignment"), course)
-    for name in ("README.md", "setup.py"):
-        shutil.copy(os.path.join(HERE, "student", name), os.path.join(out, name))
+    shutil.copy(os.path.join(HERE, "student", "setup.py"), os.path.join(out, "setup.py"))
+    write_student_readme(out, course)
     check_no_markers(out)
     check_no_leaks(sources, out, provided, warn, equations=not solutions)
     return regions

@@ -112,7 +112,7 @@ def conditionals(text, course):
 def render_page(name, text, course, shipped):
     """A page of the written assignment as this course ships it."""
     if name == "README.md":
-        text = points_table(text, course)
+        text = intro(points_table(text, course), course)
     return unlink_missing(inline_points(conditionals(text, course), course), shipped)
 
 
@@ -125,3 +125,149 @@ def pages(folder, course):
             continue
         chosen.append(name)
     return chosen
+
+
+# ---- the student README: made from the course (handout/student/README.md is its template)
+
+# what a section asks for, in the README's words, and its files
+SECTION_WORK = {
+    "1": ("the RNN cell's `forward` and `backward`", ("rnn_cell.py",)),
+    "2": ("PyTorch's GRU cell: `forward`, `backward`", ("gru_cell.py",)),
+    "3": ("TensorFlow's ops `gru_block_cell`, `gru_block_cell_grad` and `GRUBlockCell.backward`",
+          ("gru_block_cell.py",)),
+    "4": ("the GMU cell's `forward` and `backward` (two states, peepholes)", ("gmu_cell.py",)),
+    "5": ("the strongly-typed GRU's `forward` and `backward`", ("tgru_cell.py",)),
+    "6": ("BPTT: `Recurrent.forward`, `_run_direction`, `backward`, `_backward_direction` (layers, both "
+          "directions, padded batches)", ("recurrent.py",)),
+    "7": ("the LSTM cell's `forward` and `backward`", ("lstm_cell.py",)),
+    "8": ("CTC: the lattice, α, β, γ, the loss and its gradient, greedy and beam-search decoding",
+          ("ctc.py", "ctc_course.py", "ctc_decode.py")),
+}
+SECTION_WORDS = {"1": "an RNN cell", "2": "PyTorch's GRU cell", "3": "TensorFlow's GRU block cell", "4": "the GMU cell",
+                 "5": "the strongly-typed GRU", "7": "PyTorch's LSTM cell",
+                 "6": "backpropagation through time (BPTT) over whole sequences, in layers and both directions",
+                 "8": "the CTC loss with greedy and beam-search decoding"}
+CELL_NAMES = {"RNNCell": "the RNN cell", "GRUCell": "the GRU", "GRUBlockCell": "the GRU block cell",
+              "GMUCell": "the GMU", "TGRUCell": "the TGRU", "LSTMCell": "the LSTM cell"}
+NEEDS = re.compile(r"needs\(((?:\s*\"[^\"]+\"\s*,?)+)\)")
+
+
+def part_ranges(numbers):
+    """'1.1-1.2, 6.1': consecutive parts of one section joined."""
+    groups = []
+    for number in numbers:
+        section, k = number.split(".")
+        if groups and groups[-1][0] == section and int(k) == groups[-1][2] + 1:
+            groups[-1][2] = int(k)
+        else:
+            groups.append([section, int(k), int(k)])
+    return ", ".join(f"{s}.{a}" if a == b else f"{s}.{a}-{s}.{b}" for s, a, b in groups)
+
+
+def notebook_needs(notebook):
+    """The graded parts a notebook (its JSON) names in its ``needs(...)`` call, in order."""
+    for cell in notebook.get("cells", []):
+        if cell.get("cell_type") == "code":
+            source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+            found = NEEDS.search(source)
+            if found:
+                return [n for n in re.findall(r'"([^"]+)"', found.group(1)) if re.fullmatch(r"\d\.\d+", n)]
+    return []
+
+
+def _joined(words):
+    if len(words) <= 2:
+        return " and ".join(words)
+    return ", ".join(words[:-1]) + ", and " + words[-1]
+
+
+def course_work(course):
+    """What the course asks students to write, in one phrase ('the forward and backward passes of …')."""
+    sections = [s for s in course.sections if any(n.split(".")[0] == s for n in course.points)]
+    cells = [SECTION_WORDS[s] for s in sections if s not in "68"]
+    words = ([f"the forward and backward passes of {_joined(cells)}"] if cells else []) + \
+        [SECTION_WORDS[s] for s in sections if s in "68"]
+    if len(words) > 2:
+        return "; ".join(words[:-1]) + "; and " + words[-1]
+    return _joined(words) if words else "recurrent networks"
+
+
+INTRO_BEGIN = "<!-- INTRO: generated from course.toml (python -m handout tables); do not edit by hand -->"
+INTRO_END = "<!-- END INTRO -->"
+
+
+def intro(text, course):
+    """The README's first paragraph, between the INTRO comments: what this course asks for."""
+    if INTRO_BEGIN not in text:
+        return text
+    head, rest = text.split(INTRO_BEGIN, 1)
+    _, tail = rest.split(INTRO_END, 1)
+    cells = [CELL_NAMES[c] for c, s in (("RNNCell", "1"), ("GRUCell", "2"), ("GRUBlockCell", "3"), ("GMUCell", "4"),
+                                        ("TGRUCell", "5"), ("LSTMCell", "7")) if s in course.sections]
+    inside = f" inside {_joined(cells)}" if cells else ""
+    paragraph = (f"You will write, in NumPy and without autograd, {course_work(course)}. When you are done you will "
+                 f"know exactly what `loss.backward()` does{inside}, and you will have checked every line against "
+                 "an autograder.")
+    return head + INTRO_BEGIN + "\n" + paragraph + "\n" + INTRO_END + tail
+
+
+def student_readme(template, course, notebooks):
+    """The student README for ``course``: ``notebooks`` is [(file name, title, parts it needs)] of the notebooks
+    the handout ships. What it states (sections, points, total, notebooks, the order of work) is the course's."""
+    from autograder.parts import spec
+    parts = course.parts()
+    by_section = {s: [p for p in parts if p.number.split(".")[0] == s] for s in course.sections}
+    by_section = {s: ps for s, ps in by_section.items() if ps}
+    rows = []
+    for s, ps in by_section.items():
+        what, files = SECTION_WORK[s]
+        if s == "7" and "7.3" in course.points:
+            what += " (7.3 re-uses your BPTT with a bidirectional LSTM on a padded batch)"
+        points = " + ".join(f"{p.points:g}" for p in ps)
+        rows.append(f"| {part_ranges([p.number for p in ps])} {what} | {points} | "
+                    + ", ".join(f"`mytorch/nn/{f}`" for f in files) + " |")
+    left_out = [f"{s}. {name}" for s, name in spec.SECTIONS.items() if s not in by_section]
+    provided = ""
+    if left_out:
+        provided = ("Not in this course: " + "; ".join(left_out) + ". " +
+                    ("Their code ships as working code you may read and run (it is not graded)."
+                     if getattr(course, "left_out", "working") == "working" else
+                     "Their methods are stubs that say so; nothing there is graded."))
+    books = []
+    for name, title, needs in notebooks:
+        graded = [n for n in needs if n in course.points]
+        runs = f"runs parts {part_ranges(graded)}" if graded else ""
+        if len(graded) < len(needs):
+            runs += (", and " if runs else "runs ") + "provided code of sections not in this course"
+        books.append(f"- `notebooks/{name}`: {title}" + (f" ({runs})" if runs else ""))
+    order = ["Read `assignment/README.md` (the cell contract, and BPTT in one paragraph)."]
+    book_of = {s: name for name, _, _ in notebooks for s in [notebook_section(name)] if s}
+    for s, ps in by_section.items():
+        book = f", with `notebooks/{book_of[s]}`" if s in book_of else ""
+        title = f"Section {s}, {spec.SECTIONS[s]} ({part_ranges([p.number for p in ps])}){book}"
+        if s == "6":
+            uses = [f"{p.number} runs {CELL_NAMES[p.cell]}" + ("" if spec_section(p.cell) in by_section else
+                                                                " (provided)") for p in ps]
+            title += ": it runs your cells through your BPTT, so write a cell first (" + "; ".join(uses) + ")"
+        elif s == "8" and s in book_of:
+            needs = [n for name, _, ns in notebooks if name == book_of[s] for n in ns
+                     if not n.startswith("8.") and n in course.points]
+            if needs:
+                title += f", which also runs parts {part_ranges(needs)}"
+        order.append(title + ".")
+    values = {
+        "title": course.title, "total": f"{course.total:g}", "parts": str(len(parts)),
+        "what": course_work(course),
+        "graded_rows": "\n".join(rows), "provided": provided,
+        "notebooks": "\n".join(books) or "- (none in this course)",
+        "order": "\n".join(f"{k}. {line}" for k, line in enumerate(order, 1)),
+        "example_part": next((p.number for p in parts if p.kind == "backward"), parts[0].number),
+        "example_section": next((p.number for p in parts if p.kind == "backward"), parts[0].number).split(".")[0],
+    }
+    return re.sub(r"\{\{ (\w+) \}\}", lambda m: values[m.group(1)], template)
+
+
+def spec_section(cell):
+    """The section whose TODOs a cell's code is."""
+    return {"RNNCell": "1", "GRUCell": "2", "GRUBlockCell": "3", "GMUCell": "4", "TGRUCell": "5",
+            "LSTMCell": "7"}[cell]

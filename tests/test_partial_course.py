@@ -1,11 +1,12 @@
 """A partial course as an instructor runs one: sections 1, 2, 6 and 8, points of its own. What it grades, what
 it hands out and what its students read follow from the course, never from the full assignment's template."""
 import os
+import re
 
 import pytest
 
 from autograder.diagnosis import mistakes
-from autograder.parts import spec
+from autograder.parts import course, spec
 from handout import build
 from tests.graderkit import load_results, make_grader_copy, make_submission, run_cli
 
@@ -70,3 +71,42 @@ def test_a_failed_build_leaves_nothing_and_keeps_the_earlier_build(tmp_path, mon
         builders[kind](str(out))
     after = sorted(os.path.relpath(os.path.join(d, n), out) for d, _, names in os.walk(out) for n in names)
     assert after == before and sorted(p for p in os.listdir(tmp_path) if p.startswith(".")) == []
+
+
+@pytest.fixture(scope="module")
+def partial_handout(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("partial")
+    config = folder / "course.toml"
+    config.write_text(PARTIAL)
+    out, _, _ = build.build_handout(str(folder / "handout"), str(config), warn=lambda message: None)
+    return out
+
+
+def test_the_student_readme_is_the_courses(partial_handout):
+    with open(os.path.join(partial_handout, "README.md")) as f:
+        readme = f.read()
+    assert readme.startswith("# RNNs, GRUs and CTC\n")
+    assert "18 parts worth 71 points" in readme and "| graded (the autograder scores these, 71 points) |" in readme
+    rows = re.findall(r"^\| (\d\.\d+)(?:-\d\.\d+)? .*\| ([\d +]+) \| `mytorch", readme, re.M)
+    assert rows == [("1.1", "6 + 9"), ("2.1", "5 + 7"), ("6.1", "5 + 5 + 3 + 3 + 3"),
+                    ("8.1", "2 + 3 + 3 + 2 + 2 + 3 + 3 + 5 + 2")]
+    shipped = sorted(n for n in os.listdir(os.path.join(partial_handout, "notebooks")) if n.endswith(".ipynb"))
+    assert sorted(re.findall(r"^- `notebooks/(\d\d_\w+\.ipynb)`:", readme, re.M)) == shipped
+    assert "1 to 3 seconds" in readme and "15 to 25" not in readme and "100 points" not in readme
+    assert "Not in this course: 3. GRU block cell; 4. GMU cell; 5. TGRU cell; 7. LSTM cell" in readme
+    order = readme.split("## The order to work in")[1].split("##")[0]
+    assert re.findall(r"Section (\d)", order) == ["1", "2", "6", "8"]
+    with open(os.path.join(partial_handout, "assignment", "README.md")) as f:
+        assert "six recurrent cells" not in f.read()
+
+
+def test_nothing_a_student_reads_names_a_part_the_course_does_not_grade(partial_handout):
+    """Every part number in the README and the pages the handout ships is one of the course's: claims about what
+    grades what (7.3 grades padding), examples and tables follow the course."""
+    ours = set(course.load_course(str(os.path.join(partial_handout, "autograder", "course.toml"))).points)
+    texts = [os.path.join(partial_handout, "README.md")] + [
+        os.path.join(partial_handout, "assignment", n) for n in os.listdir(os.path.join(partial_handout, "assignment"))]
+    for path in texts:
+        with open(path) as f:
+            named = set(re.findall(r"(?<!Python )(?<![\d.\w])([1-8]\.[1-9])(?![\d\w])", f.read()))
+        assert named <= ours, (path, sorted(named - ours))
