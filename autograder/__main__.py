@@ -9,7 +9,7 @@
     python -m autograder gradescope [--root /autograder]      (Gradescope's run_autograder calls this)
     python -m autograder prairielearn [--root /grade]         (a PrairieLearn question's tests/run.sh calls this)
     python -m autograder autolab [--handin handin.tar]        (an Autolab assessment's Makefile calls this)
-    python -m autograder generate [--check]                   (instructors: the reference data)
+    python -m autograder generate [--config FILE] [--check]   (instructors: the reference data)
 
 PART is a part number (2.1) or a section (2). The exit status is 0 whenever grading ran, whatever the score;
 2 for a usage error.

@@ -141,9 +141,34 @@ def strip_notebook(path, target, solutions=False):
     return count
 
 
+def course_data(course):
+    """(folder, manifest) of the reference data ``course`` is graded against in this checkout: the grader's own
+    when drawn from the course's seed, else what ``python -m autograder generate --config FILE`` wrote for it
+    (``data.seed_dir``). A BuildError names the command that writes it when it is missing or from another seed,
+    or lacks a part of the course."""
+    command = courses.generate_command(course)
+    own = data.read_manifest()
+    folder = data.DATA_DIR if own.get("seed") == course.seed else data.seed_dir(course.seed)
+    if folder == data.DATA_DIR:
+        manifest = own
+    elif os.path.isfile(os.path.join(folder, data.MANIFEST)):
+        manifest = data.read_manifest(folder)
+    else:
+        raise BuildError(f"the reference data was drawn from seed {own.get('seed')} but the course says seed "
+                         f"{course.seed}, and this checkout holds no data for that seed: run {command} first")
+    missing = [p.number for p in course.parts() if data.file_name(p.number) not in manifest.get("files", {})
+               or not os.path.isfile(os.path.join(folder, data.file_name(p.number)))]
+    if manifest.get("seed") != course.seed or missing:
+        raise BuildError(f"the reference data of seed {course.seed} in {os.path.relpath(folder, REPO)} lacks parts "
+                         f"{', '.join(missing)} of the course: run {command} first")
+    return folder, manifest
+
+
 def copy_grader(dst, course):
-    """The grader without the instructor's modules, with the course's resolved copy and its parts' data alone."""
+    """The grader without the instructor's modules, with the course's resolved copy and its parts' data alone
+    (the data drawn from the course's seed: see ``course_data``)."""
     chosen = {data.file_name(p.number) for p in course.parts()}
+    source, manifest = course_data(course)
 
     grader = os.path.join(REPO, "autograder")
     left_out = {os.path.join(grader, path) for path in autograder.INSTRUCTOR_ONLY}
@@ -152,19 +177,21 @@ def copy_grader(dst, course):
         skipped = _ignore(folder, names) | {n for n in names if os.path.join(folder, n) in left_out}
         skipped |= {"course.toml"} if os.path.samefile(folder, grader) else set()
         if os.path.abspath(folder) == os.path.abspath(data.DATA_DIR):
-            skipped |= {n for n in names if n.endswith(".npz") and n not in chosen}
+            skipped |= set(names) - {data.MANIFEST}          # the course's files are copied below
         return skipped
     shutil.copytree(grader, dst, ignore=ignore)
-    manifest_path = os.path.join(dst, "data", data.MANIFEST)
-    with open(manifest_path) as f:
-        manifest = json.load(f)
-    if manifest.get("seed") != course.seed:
-        raise BuildError(f"the reference data was drawn from seed {manifest.get('seed')} but the course says seed "
-                         f"{course.seed}: run python -m autograder generate with that course first")
-    manifest["files"] = {n: h for n, h in manifest["files"].items() if n in chosen}
-    with open(manifest_path, "w") as f:
+    for name in sorted(chosen):
+        shutil.copy(os.path.join(source, name), os.path.join(dst, "data", name))
+        if data.sha256(os.path.join(dst, "data", name)) != manifest["files"][name]:
+            raise BuildError(f"{os.path.relpath(os.path.join(source, name), REPO)} does not match its manifest: "
+                             f"run {courses.generate_command(course)} again")
+    manifest = dict(manifest, files={n: h for n, h in manifest["files"].items() if n in chosen})
+    with open(os.path.join(dst, "data", data.MANIFEST), "w") as f:
         json.dump(manifest, f, indent=1)
         f.write("\n")
+    if source != data.DATA_DIR:                      # the grader's compiled sums are those of the course's data
+        with open(os.path.join(dst, "parts", os.path.basename(data.HASHES_MODULE)), "w") as f:
+            f.write(data.hashes_module(manifest["files"]))
     with open(os.path.join(dst, "course.toml"), "w", encoding="utf-8") as f:
         f.write(course.to_toml())
 

@@ -110,3 +110,60 @@ def test_nothing_a_student_reads_names_a_part_the_course_does_not_grade(partial_
         with open(path) as f:
             named = set(re.findall(r"(?<!Python )(?<![\d.\w])([1-8]\.[1-9])(?![\d\w])", f.read()))
         assert named <= ours, (path, sorted(named - ours))
+
+
+def test_a_second_course_with_its_own_seed_has_its_own_data(tmp_path, monkeypatch, capsys):
+    """generate --config FILE writes the course's data where its builds find it; the root data stays as it is;
+    the handout built for it grades on that data (the solution scores the course's total)."""
+    from autograder.instructor import generate
+    from autograder.parts import data
+    config = tmp_path / "other.toml"
+    config.write_text('[assignment]\ntitle = "RNN only"\nsections = ["1"]\nseed = 777\n'
+                      '[assignment.points]\n"1.1" = 30\n"1.2" = 20\n')
+    kept = tmp_path / "seed-777"
+    monkeypatch.setattr(data, "seed_dir", lambda seed: str(kept) if seed == 777 else pytest.fail(seed))
+    root = {n: data.sha256(os.path.join(data.DATA_DIR, n)) for n in os.listdir(data.DATA_DIR)
+            if os.path.isfile(os.path.join(data.DATA_DIR, n))}
+    with open(data.HASHES_MODULE) as f:
+        hashes = f.read()
+
+    with pytest.raises(build.BuildError) as error:          # before: the build names the command to run
+        build.build_handout(str(tmp_path / "early"), str(config))
+    assert f"run python -m autograder generate --config {config} first" in str(error.value)
+    assert generate.main(["--config", str(config)]) == 0
+    assert sorted(os.listdir(kept)) == ["manifest.json", "part_1.1.npz", "part_1.2.npz"]
+    assert data.read_manifest(str(kept))["seed"] == 777
+    assert generate.main(["--config", str(config), "--check"]) == 0
+    assert "reference data matches the solution" in capsys.readouterr().out
+    assert {n: data.sha256(os.path.join(data.DATA_DIR, n)) for n in root} == root     # the root's as it was
+    with open(data.HASHES_MODULE) as f:
+        assert f.read() == hashes
+
+    out, _, _ = build.build_handout(str(tmp_path / "handout"), str(config))
+    assert data.read_manifest(os.path.join(out, "autograder", "data"))["seed"] == 777
+    work = tmp_path / "work"
+    import shutil
+    import subprocess
+    import sys
+    shutil.copytree(out, work, ignore=shutil.ignore_patterns("mytorch", "notebooks"))
+    shutil.copytree(os.path.join(build.REPO, "mytorch"), work / "mytorch")
+    proc = subprocess.run([sys.executable, "-m", "autograder", "--json", str(tmp_path / "r.json")], cwd=work,
+                          capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=""), timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert load_results(tmp_path / "r.json")["score"] == 50, proc.stdout
+    built = build.build_gradescope(str(tmp_path / "gradescope"), config=str(config))[0]
+    assert data.read_manifest(os.path.join(built, "autograder", "data"))["seed"] == 777
+
+
+def test_generate_help_is_whole_sentences():
+    """Each option's help ends where its sentence does (it once stopped at "since the grader would be")."""
+    import subprocess
+    import sys
+    text = subprocess.run([sys.executable, "-m", "autograder", "generate", "--help"], cwd=build.REPO,
+                          capture_output=True, text=True).stdout
+    options = re.split(r"\n  (?=-)", " ".join(text.split("\n\n", 2)[2:]))[1:]
+    helps = {o.split()[0]: " ".join(o.split()) for o in options}
+    assert set(helps) == {"-h,", "--config", "--seed", "--check"}
+    assert "since the grader would be" not in text
+    assert helps["--seed"].endswith("(change seed in the course file instead)")
+    assert helps["--config"].endswith("which its handout build ships")

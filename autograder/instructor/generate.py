@@ -1,11 +1,17 @@
 """Instructor only: build the reference data from fixed seeds with the solution in this repository.
 
-    python -m autograder generate            # write autograder/data/*.npz and manifest.json
-    python -m autograder generate --check    # recompute and compare with what is stored (exit 1 if not equal)
+    python -m autograder generate                    # the root course's data: autograder/data/*.npz, manifest.json
+    python -m autograder generate --check            # recompute and compare with what is stored (exit 1 if not equal)
+    python -m autograder generate --config FILE      # another course's data, for its own seed
 
 The seed is the course's (``seed`` in course.toml's ``[assignment]``): the grader refuses data drawn from any
 other, so to change it, change it there and run this again. Every part of every section is generated (a
 handout built for fewer sections ships only theirs).
+
+One checkout serves several courses. ``--config FILE`` generates the data of the course in FILE: if its seed is
+the root data's, that data already serves it (and is what is written); otherwise its parts are written to
+``autograder/data/seed-SEED/`` (``data.seed_dir``), the root course's data left as it is, and a handout or
+platform build for that course (``python -m handout build --config FILE``) ships that data as its grader's own.
 
 Cases come from ``spec.make_cases(part, seed)``. Expected outputs are computed by the same child process
 the students' code runs in, on this repository's solution. For every known mistake that carries a hint
@@ -117,33 +123,61 @@ def build_part(part, seed, with_hints=True, with_traces=True, workers=(None, Non
     return configs, inputs, expected, variants, hints, traces
 
 
-def generate(seed=None, parts=spec.PARTS):
+def generate(seed=None, parts=spec.PARTS, data_dir=data.DATA_DIR, generator="python -m autograder generate"):
+    """Write ``parts``' data drawn from ``seed`` to ``data_dir``, and its manifest (which keeps the other parts
+    already listed there, outside the grader's own data)."""
     seed = course.load_course().seed if seed is None else seed
-    os.makedirs(data.DATA_DIR, exist_ok=True)
+    os.makedirs(data_dir, exist_ok=True)
     with zygote.running(2) as workers:        # two: see reference_trace
         for part in parts:
             *built, traces = build_part(part, seed, workers=workers)
-            data.write_part(part.number, *built, traces=traces)
-            print(f"part {part.number}: {data.file_name(part.number)}")
-    data.write_manifest(seed, [p.number for p in spec.PARTS])
+            data.write_part(part.number, *built, data_dir=data_dir, traces=traces)
+            print(f"part {part.number}: {os.path.relpath(os.path.join(data_dir, data.file_name(part.number)))}")
+    numbers = [p.number for p in (spec.PARTS if data_dir == data.DATA_DIR else parts)]
+    if data_dir != data.DATA_DIR:             # a course's folder may hold more parts, from another course
+        try:
+            earlier = data.read_manifest(data_dir)
+        except data.ReferenceDataError:
+            earlier = {}
+        if earlier.get("seed") == seed:
+            listed = {n for n in earlier.get("files", {})}
+            numbers += [p.number for p in spec.PARTS if data.file_name(p.number) in listed and p.number not in numbers
+                        and os.path.isfile(os.path.join(data_dir, data.file_name(p.number)))]
+        numbers = [p.number for p in spec.PARTS if p.number in numbers]
+    data.write_manifest(seed, numbers, data_dir, generator)
 
 
-def check(seed=None, parts=spec.PARTS, workers=None):
+def data_dir_of(the_course):
+    """Where ``the_course``'s reference data lives in this checkout: the grader's own data when it was drawn from
+    the course's seed (or the course is the root one), else ``data.seed_dir``."""
+    if the_course.path is None or the_course.path == course.ROOT or \
+            (os.path.isfile(course.ROOT) and os.path.samefile(the_course.path, course.ROOT)):
+        return data.DATA_DIR
+    try:
+        root_seed = data.read_manifest()["seed"]
+    except (data.ReferenceDataError, KeyError):
+        root_seed = None
+    return data.DATA_DIR if root_seed == the_course.seed else data.seed_dir(the_course.seed)
+
+
+def check(seed=None, parts=spec.PARTS, workers=None, data_dir=data.DATA_DIR):
     """Recompute ``parts`` (the inputs, outputs and hinted arrays; not the traces) and compare with the stored
-    data; return the list of differences. ``workers``: the solution's zygotes to compute with (as
+    data in ``data_dir``; return the list of differences. ``workers``: the solution's zygotes to compute with (as
     ``zygote.running`` gives them; default: one started for this check)."""
-    manifest = data.read_manifest()
+    manifest = data.read_manifest(data_dir)
     seed = manifest["seed"] if seed is None else seed
     if workers is None:
         with zygote.running(1) as workers:
-            return check(seed, parts, workers)
-    return [problem for part in parts for problem in _check_part(part, seed, manifest, workers)]
+            return check(seed, parts, workers, data_dir)
+    return [problem for part in parts for problem in _check_part(part, seed, manifest, workers, data_dir)]
 
 
-def _check_part(part, seed, manifest, workers):
+def _check_part(part, seed, manifest, workers, data_dir=data.DATA_DIR):
     """The differences between one part's stored data and a fresh computation."""
     problems = []
-    stored = data.load_part(part.number, manifest=manifest)
+    if data.file_name(part.number) not in manifest["files"]:
+        return [f"part {part.number}: no data stored in {os.path.relpath(data_dir)}"]
+    stored = data.load_part(part.number, data_dir, manifest=manifest)
     configs, inputs, expected, variants, _, _ = build_part(part, seed, with_traces=False, workers=workers)
     if configs != stored.configs:
         return [f"part {part.number}: the case configs differ"]
@@ -162,24 +196,40 @@ def _check_part(part, seed, manifest, workers):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m autograder generate", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m autograder generate",
+                                     description="Instructor only: write the reference data a course's grader grades "
+                                                 "against, from the course's seed and this repository's solution.")
+    parser.add_argument("--config", default=None, metavar="FILE",
+                        help="the course (default: course.toml); a course whose seed is not the root data's gets "
+                             "its own data in autograder/data/seed-SEED/, which its handout build ships")
     parser.add_argument("--seed", type=int, default=None,
-                        help="the course's seed (course.toml); any other is refused, since the grader would be")
+                        help="the course's seed, as a check: any other is refused, since the grader refuses data "
+                             "drawn from a seed its course does not name (change seed in the course file instead)")
     parser.add_argument("--check", action="store_true", help="compare a fresh computation with the stored data")
     args = parser.parse_args(argv)
     try:
-        the_course = course.load_course()
+        the_course = course.load_course(args.config)
     except course.CourseError as error:
         parser.error(f"the course file is wrong: {error}")
     if args.seed is not None and args.seed != the_course.seed:
         parser.error(f"--seed {args.seed}: the course says seed = {the_course.seed} "
                      f"({the_course.path or 'the default'}); the grader refuses data drawn from another seed, "
                      "so set seed there and run this again")
+    data_dir = data_dir_of(the_course)
+    parts = spec.PARTS if data_dir == data.DATA_DIR else the_course.parts()
+    parts = [spec.PARTS_BY_NUMBER[p.number] for p in parts]
     if args.check:
-        problems = check()
+        try:
+            problems = check(the_course.seed, parts, data_dir=data_dir)
+        except data.ReferenceDataError as error:
+            problems = [f"{error} ({course.generate_command(the_course)} writes it)"]
         print("\n".join(problems) if problems else "reference data matches the solution")
         return 1 if problems else 0
-    generate(args.seed)
+    generate(the_course.seed, parts, data_dir, course.generate_command(the_course))
+    where = os.path.relpath(data_dir)
+    print(f"reference data of seed {the_course.seed} in {where}" +
+          ("" if data_dir == data.DATA_DIR else f" (the root course's data in {os.path.relpath(data.DATA_DIR)} "
+                                                "is as it was)"))
     return 0
 
 

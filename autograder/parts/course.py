@@ -116,6 +116,13 @@ class Course:
         return "\n".join(lines) + "\n"
 
 
+def generate_command(course):
+    """The command that writes ``course``'s reference data: the root course's, or ``--config`` with its file."""
+    if course.path is None or (os.path.isfile(ROOT) and os.path.samefile(course.path, ROOT)):
+        return "python -m autograder generate"
+    return f"python -m autograder generate --config {course.path}"
+
+
 def default_path():
     """The course file the grader reads: a built handout's copy, else the repository's, else none."""
     for path in (BUILT, ROOT):

@@ -276,15 +276,27 @@ def write_part(part_number, configs, inputs, expected, variants, hints, data_dir
     return path
 
 
-def write_manifest(seed, part_numbers, data_dir=DATA_DIR):
+def seed_dir(seed):
+    """Where this checkout keeps the reference data of a course drawn from ``seed`` other than the grader's own
+    (``python -m autograder generate --config FILE``); a handout built for that course carries it as its
+    ``data/``."""
+    return os.path.join(DATA_DIR, f"seed-{seed}")
+
+
+def hashes_module(files):
+    """The text of ``reference_hashes.py`` for ``files`` ({file name: sha256})."""
+    lines = [f"    {name!r}: {digest!r},\n" for name, digest in sorted(files.items())]
+    return ('"""The sha256 of every reference data file, written by python -m autograder generate with '
+            'data/manifest.json.\n\nThe grader checks the data against these too, so the data and its '
+            'manifest cannot be rewritten together unnoticed."""\nFILES = {\n' + "".join(lines) + "}\n")
+
+
+def write_manifest(seed, part_numbers, data_dir=DATA_DIR, generator="python -m autograder generate"):
     """The manifest and, for the grader's own data, the same sums as ``reference_hashes.py``."""
     files = {file_name(n): sha256(os.path.join(data_dir, file_name(n))) for n in part_numbers}
     with open(os.path.join(data_dir, MANIFEST), "w") as f:
-        json.dump({"seed": seed, "generator": "python -m autograder generate", "files": files}, f, indent=1)
+        json.dump({"seed": seed, "generator": generator, "files": files}, f, indent=1)
         f.write("\n")
     if data_dir == DATA_DIR:
-        lines = [f"    {name!r}: {digest!r},\n" for name, digest in sorted(files.items())]
         with open(HASHES_MODULE, "w") as f:
-            f.write('"""The sha256 of every reference data file, written by python -m autograder generate with '
-                    'data/manifest.json.\n\nThe grader checks the data against these too, so the data and its '
-                    'manifest cannot be rewritten together unnoticed."""\nFILES = {\n' + "".join(lines) + "}\n")
+            f.write(hashes_module(files))
