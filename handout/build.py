@@ -60,12 +60,15 @@ def _ignore(folder, names):
     return {n for n in names if n == "__pycache__" or n.endswith(".pyc") or n.startswith(".")}
 
 
-def strip_tree(src, dst, pattern=".py", sources=None, keep=(), provided=None):
+def strip_tree(src, dst, pattern=".py", sources=None, keep=(), provided=None, removed=(), readable=None):
     """Copy the .py files of ``src`` to ``dst`` with every solution region replaced. Returns the region count.
 
-    The path of every file stripped is appended to ``sources`` when given; a file of a section in ``keep``
-    (left out of the course) keeps its solution, markers removed, and its path (relative to ``dst``'s folder)
-    is appended to ``provided``."""
+    The path of every file stripped is appended to ``sources`` when given. A file of a section in ``keep`` (left
+    out of the course, as working code) keeps its solution, markers removed, except its optional fast paths
+    when section 6 (BPTT) is assigned (a cell's ``sequence_backward`` is a masked BPTT, walking time backwards),
+    and its path (relative to ``dst``'s folder) is appended to ``provided``, and what it lets students read to
+    ``readable`` ('file: Class.method'). A file of a section in ``removed`` ships as stubs that say its section is
+    not in the course."""
     count = 0
     for folder, dirs, files in os.walk(src):
         dirs[:] = sorted(d for d in dirs if d not in _ignore(folder, [d]))
@@ -76,10 +79,22 @@ def strip_tree(src, dst, pattern=".py", sources=None, keep=(), provided=None):
             rel = os.path.relpath(path, REPO)
             with open(path, encoding="utf-8") as f:
                 source = f.read()
-            if keep and sections.file_section(rel, source) in keep:
-                stripped = sections.keep_solution(source, rel)
+            section = sections.file_section(rel, source) if (keep or removed) else None
+            if section is not None and section in keep:
+                fast_paths_hidden = "6" not in keep and "6" not in removed
+                stripped, n = strip_source(source, rel, keep=lambda r: not (fast_paths_hidden and
+                                                                            r.text.startswith("optional")))
                 if provided is not None:
                     provided.append(os.path.relpath(os.path.join(dst, os.path.relpath(path, src)), os.path.dirname(dst)))
+                if readable is not None:
+                    readable += [f"{os.path.relpath(path, REPO)}: {name}" for name in sections.solved_functions(
+                        source, rel, lambda r: not (fast_paths_hidden and r.text.startswith("optional")))]
+            elif section is not None and section in removed:
+                from autograder.parts import spec
+                stripped, _ = strip_source(source, rel, removed=f"section {section} ({spec.SECTIONS[section]}) is "
+                                                                 "left out")
+                if sources is not None:
+                    sources.append(path)
             else:
                 if sources is not None:
                     sources.append(path)
@@ -315,8 +330,10 @@ def copy_assignment(dst, course):
             text = sections.render_page(name, f.read(), course, shipped)
         left_out = [f"{s}. {spec_name}" for s, spec_name in spec.SECTIONS.items() if s not in course.sections]
         if name == "README.md" and left_out:
-            text = text.replace(sections.POINTS_END, sections.POINTS_END + "\n\nNot in this course, and provided "
-                                "as working code you may read: " + "; ".join(left_out) + ".", 1)
+            how = "provided as working code you may read" if course.left_out == "working" else \
+                "its code removed (stubs that say so)"
+            text = text.replace(sections.POINTS_END, sections.POINTS_END + f"\n\nNot in this course, and {how}: " +
+                                "; ".join(left_out) + ".", 1)
         with open(os.path.join(dst, name), "w", encoding="utf-8") as f:
             f.write(text)
 
@@ -366,16 +383,24 @@ def build_handout(out, config=None, force=False, warn=_stderr, solutions=None):
 
 def _build_handout(out, course, warn, solutions):
     """The student version of ``course`` in the empty folder ``out``; returns the number of regions stripped."""
-    keep = set(spec.SECTIONS) - set(course.sections)
-    sources, provided = [], []                     # files whose regions were stripped; files kept working
+    left_out = set(spec.SECTIONS) - set(course.sections)
+    keep, removed = (left_out, set()) if course.left_out == "working" else (set(), left_out)
+    sources, provided, readable = [], [], []       # files whose regions were stripped; files kept working
     try:
         regions = strip_tree(os.path.join(REPO, "mytorch"), os.path.join(out, "mytorch"), sources=sources,
-                             keep=keep, provided=provided)
+                             keep=keep, provided=provided, removed=removed, readable=readable)
         notebooks = os.path.join(REPO, "notebooks")
+        unshipped = []
         if os.path.isdir(notebooks):
             for name in sorted(os.listdir(notebooks)):
                 if name.endswith(".ipynb"):
-                    if sections.notebook_section(name) in keep:
+                    if sections.notebook_section(name) in left_out:
+                        continue
+                    with open(os.path.join(notebooks, name), encoding="utf-8") as f:
+                        needs = sections.notebook_needs(json.load(f))
+                    gone = sorted({n.split(".")[0] for n in needs} & removed)
+                    if gone:                       # it runs code the course removes: it could not run
+                        unshipped.append(f"{name} (runs sections {', '.join(gone)})")
                         continue
                     sources.append(os.path.join(notebooks, name))
                     regions += strip_notebook(os.path.join(notebooks, name), os.path.join(out, "notebooks", name),
@@ -390,6 +415,18 @@ def _build_handout(out, course, warn, solutions):
     write_student_readme(out, course)
     check_no_markers(out)
     check_no_leaks(sources, out, provided, warn, equations=not solutions)
+    if readable and warn is not None:
+        hidden = " (their optional fast paths, a masked BPTT walking time backwards, are TODOs: section 6 is " \
+                 "assigned)" if "6" in course.sections else ""
+        warn(f"warning: left_out = \"working\": sections {', '.join(sorted(left_out))} ship as working code{hidden}, "
+             "and students can read how they are solved, which comes close to the assigned parts (every cell's "
+             "backward follows one pattern):\n" + "\n".join(
+                 f"  {f}: {', '.join(r.split(': ', 1)[1] for r in readable if r.startswith(f + ': '))}"
+                 for f in dict.fromkeys(r.split(": ", 1)[0] for r in readable)) +
+             "\nSet left_out = \"removed\" in the course's [assignment] to ship them as stubs instead.")
+    if unshipped and warn is not None:
+        warn("warning: left_out = \"removed\": not shipped, since they run code the course removes: " +
+             "; ".join(unshipped))
     return regions
 
 

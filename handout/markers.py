@@ -98,8 +98,12 @@ def describe(region, lines, tree, function):
     return " and ".join(words) or "complete this step"
 
 
-def strip_source(source, where, require_function=True):
-    """``source`` with every region replaced by its TODO, and the number of regions."""
+def strip_source(source, where, require_function=True, keep=None, removed=None):
+    """``source`` with every region replaced by its TODO, and the number of regions replaced.
+
+    ``keep(region)`` true: that region's body stays, its marker lines removed (working code). ``removed``: the
+    reason a region is not the student's to write (its section is not in the course), said by the stub that
+    replaces it instead of a TODO."""
     lines = source.split("\n")
     regions = find_regions(lines, where)
     if not regions:
@@ -111,8 +115,13 @@ def strip_source(source, where, require_function=True):
             raise MarkerError(f"{where}: does not parse as Python") from None
         tree = None                                            # a notebook cell with IPython syntax
     functions = _functions(tree) if tree else []
-    out, previous = [], 0
+    out, previous, count = [], 0, 0
     for region in regions:
+        if keep is not None and keep(region):
+            out += lines[previous:region.begin] + region.body(lines)
+            previous = region.end + 1
+            continue
+        count += 1
         # the body's lines lie within the function (the END marker may follow its last statement)
         inside = [f for f in functions if f.body[0].lineno <= region.begin + 1 and region.end <= f.end_lineno
                   and len(region.indent) > f.col_offset]
@@ -122,12 +131,17 @@ def strip_source(source, where, require_function=True):
         what = describe(region, lines, tree, function) if function else (region.text or "complete this cell")
         label = _qualified_name(tree, function) if function else "exercise"
         out += lines[previous:region.begin]
+        if removed is not None:
+            out.append(f"{region.indent}# Not in this course: {removed}.")
+            out.append(f"{region.indent}raise NotImplementedError({(label + ': not in this course: ' + removed)!r})")
+            previous = region.end + 1
+            continue
         where_to_look = " (see the module docstring and assignment/)" if require_function else ""
         out.append(f"{region.indent}# TODO: {what}{where_to_look}")
         out.append(f"{region.indent}raise NotImplementedError({(label + ': ' + what)!r})")
         previous = region.end + 1
     out += lines[previous:]
-    return "\n".join(out), len(regions)
+    return "\n".join(out), count
 
 
 def region_texts(source, where):

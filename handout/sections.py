@@ -38,6 +38,26 @@ def file_section(path, source):
     return FILE_SECTIONS[name]
 
 
+def solved_functions(source, where, kept):
+    """The functions ('Class.method') of ``source`` that hold a region ``kept(region)`` keeps."""
+    import ast
+
+    lines, tree = source.split("\n"), ast.parse(source)
+    names = []
+    for region in find_regions(lines, where):
+        if not kept(region):
+            continue
+        inside = [f for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)
+                  and f.lineno <= region.begin + 1 <= f.end_lineno]
+        if inside:
+            function = max(inside, key=lambda f: f.lineno)
+            owner = next((c.name for c in ast.walk(tree) if isinstance(c, ast.ClassDef) and function in c.body), None)
+            name = f"{owner}.{function.name}" if owner else function.name
+            if name not in names:
+                names.append(name)
+    return names
+
+
 def notebook_section(name):
     return NOTEBOOK_SECTIONS.get(name[:2])
 
@@ -231,7 +251,7 @@ def student_readme(template, course, notebooks):
     if left_out:
         provided = ("Not in this course: " + "; ".join(left_out) + ". " +
                     ("Their code ships as working code you may read and run (it is not graded)."
-                     if getattr(course, "left_out", "working") == "working" else
+                     if course.left_out == "working" else
                      "Their methods are stubs that say so; nothing there is graded."))
     books = []
     for name, title, needs in notebooks:

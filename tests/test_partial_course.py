@@ -7,7 +7,7 @@ import pytest
 
 from autograder.diagnosis import mistakes
 from autograder.parts import course, spec
-from handout import build
+from handout import build, markers
 from tests.graderkit import load_results, make_grader_copy, make_submission, run_cli
 
 PARTIAL = """[assignment]
@@ -167,3 +167,79 @@ def test_generate_help_is_whole_sentences():
     assert "since the grader would be" not in text
     assert helps["--seed"].endswith("(change seed in the course file instead)")
     assert helps["--config"].endswith("which its handout build ships")
+
+
+REMOVED = PARTIAL.replace("[assignment.points]", 'left_out = "removed"\n[assignment.points]')
+
+
+def test_a_part_that_needs_a_removed_cell_is_refused_naming_the_part_and_the_cell(tmp_path):
+    config = tmp_path / "course.toml"
+    config.write_text(REMOVED)
+    with pytest.raises(course.CourseError) as error:
+        course.load_course(str(config))
+    message = str(error.value)
+    assert message.startswith(str(config)) and "part 6.3 (BPTT: GRU block sequence layer) runs GRUBlockCell" in message
+    assert 'section 3 (GRU block cell), which left_out = "removed" removes' in message
+    assert '"6.3" = 0 in [assignment.points]' in message and 'left_out = "working"' in message
+    config.write_text(REMOVED + '"6.3" = 0\n"6.4" = 0\n"6.5" = 0\n')
+    the_course = course.load_course(str(config))
+    assert the_course.left_out == "removed" and the_course.dropped == ("6.3", "6.4", "6.5")
+    assert [p.number for p in the_course.parts() if p.number.startswith("6.")] == ["6.1", "6.2"]
+    assert the_course.total == 6 + 9 + 5 + 7 + 5 + 5 + 25
+    again = course.parse(__import__("tomllib").loads(the_course.to_toml()), None)     # what a built grader reads
+    assert (again.points, again.left_out, again.dropped) == (the_course.points, "removed", the_course.dropped)
+    config.write_text(PARTIAL.replace("[assignment.points]", 'left_out = "gone"\n[assignment.points]'))
+    with pytest.raises(course.CourseError, match='left_out must be "working"'):
+        course.load_course(str(config))
+    assert course.load_course().left_out == "working"                  # the default: see docs/instructors.md
+
+
+def test_removed_sections_ship_as_stubs_and_the_course_still_scores_its_total(tmp_path):
+    config = tmp_path / "course.toml"
+    config.write_text(REMOVED + '"6.3" = 0\n"6.4" = 0\n"6.5" = 0\n')
+    warnings = []
+    out = build.build_handout(str(tmp_path / "handout"), str(config), warn=warnings.append)[0]
+    for name in ("gru_block_cell.py", "gmu_cell.py", "tgru_cell.py", "lstm_cell.py"):
+        with open(os.path.join(build.REPO, "mytorch", "nn", name)) as f:
+            solution = [line.strip() for body in markers.region_texts(f.read(), name) for line in body.split("\n")
+                        if len(line.strip()) > 12 and not line.strip().startswith(("#", "return", "if "))]
+        with open(os.path.join(out, "mytorch", "nn", name)) as f:
+            shipped = f.read()
+        assert solution and not [line for line in solution if line in shipped], name
+        assert "not in this course: section" in shipped
+    assert sorted(os.listdir(os.path.join(out, "notebooks"))) == ["01_rnn_cell.ipynb", "02_gru_cell.ipynb",
+                                                                  "09_ctc.ipynb", "10_making_it_fast.ipynb", "needs.py"]
+    assert any("06_bptt_vanishing.ipynb (runs sections 3, 4, 5, 7)" in w for w in warnings)
+    assert not any("ship as working code" in w for w in warnings)
+    with open(os.path.join(out, "README.md")) as f:
+        assert "Their methods are stubs that say so" in f.read()
+    # the student's work: the solution in the assigned files; the removed ones stay stubs
+    import subprocess
+    import sys
+    for name in ("rnn_cell.py", "gru_cell.py", "recurrent.py", "ctc.py", "ctc_course.py", "ctc_decode.py"):
+        source = os.path.join(build.REPO, "mytorch", "nn", name)
+        target = os.path.join(out, "mytorch", "nn", name)
+        with open(source) as f:
+            bodies = markers.region_texts(f.read(), source)
+        with open(target) as f:
+            restored = markers.restore(f.read(), bodies)
+        with open(target, "w") as f:
+            f.write(restored)
+    proc = subprocess.run([sys.executable, "-m", "autograder", "--json", str(tmp_path / "r.json")], cwd=out,
+                          capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=""), timeout=300)
+    assert load_results(tmp_path / "r.json")["score"] == 62, proc.stdout
+
+
+def test_working_sections_left_out_keep_their_cells_but_not_a_bptt_and_the_build_says_what_they_show(tmp_path):
+    config = tmp_path / "course.toml"
+    config.write_text(PARTIAL)
+    warnings = []
+    out = build.build_handout(str(tmp_path / "handout"), str(config), warn=warnings.append)[0]
+    with open(os.path.join(out, "mytorch", "nn", "gru_block_cell.py")) as f:
+        shipped = f.read()
+    assert "d_r_bar_u_bar @ w_ru.T" in shipped                               # the cell works, readable
+    assert re.search(r"def sequence_backward\(.*\n(?:.*\n)*?\s+raise NotImplementedError\('GRUBlockCell.sequence_back",
+                     shipped)                                                # the masked BPTT does not ship
+    warning = next(w for w in warnings if 'left_out = "working"' in w)
+    assert "mytorch/nn/gru_block_cell.py: gru_block_cell, gru_block_cell_grad, GRUBlockCell.backward" in warning
+    assert "sequence_backward" not in warning and 'Set left_out = "removed"' in warning

@@ -5,9 +5,10 @@ One file states it, ``course.toml`` at the repository root (TOML)::
     [assignment]
     title = "Recurrent networks by hand"
     sections = ["1", "2", "6"]          # the handout, the grader and the written assignment include these
+    left_out = "working"                # the other sections' code: "working" (readable) or "removed" (stubs)
     seed = 11785                        # the seed the reference data is drawn from (unsaid: the data's own)
     [assignment.points]                 # optional, per part; a part not named keeps spec.py's points
-    "1.1" = 10
+    "1.1" = 10                          # (0: the part is left out of the course)
     [handout]
     release_solutions = false
     [gradescope]
@@ -41,7 +42,8 @@ DEFAULT_TITLE = "Recurrent networks by hand"
 DEFAULT_SEED = 11785
 VISIBILITIES = ("visible", "after_due_date", "after_published", "hidden")
 OUTPUT_FORMATS = ("md", "ansi", "text", "simple_format", "html")
-KEYS = {"assignment": {"title", "sections", "seed", "points"}, "handout": {"release_solutions"},
+LEFT_OUT = ("working", "removed")
+KEYS = {"assignment": {"title", "sections", "seed", "points", "left_out"}, "handout": {"release_solutions"},
         "gradescope": {"fresh_seed", "visibility", "output_format", "part_visibility"}}
 
 
@@ -71,11 +73,12 @@ class Course:
     release_solutions: bool = False
     gradescope: Gradescope = Gradescope()
     path: str = None                                           # the file read, None for the defaults
+    left_out: str = "working"                                  # the code of sections left out: LEFT_OUT
+    dropped: tuple = ()                                        # parts of chosen sections given 0 points
 
     def parts(self):
         """The spec parts of the chosen sections, in spec order, each with this course's points."""
-        return [dataclasses.replace(p, points=self.points[p.number]) for p in spec.PARTS
-                if p.number.split(".")[0] in self.sections]
+        return [dataclasses.replace(p, points=self.points[p.number]) for p in spec.PARTS if p.number in self.points]
 
     @property
     def total(self):
@@ -105,8 +108,10 @@ class Course:
             return '"' + str(s).replace("\\", "\\\\").replace('"', '\\"') + '"'
         lines = ["# The course this grader was built for (written by python -m handout; edit the course's own",
                  "# course.toml and rebuild instead).", "[assignment]", f"title = {q(self.title)}",
-                 f"sections = [{', '.join(q(s) for s in self.sections)}]", f"seed = {self.seed}", "",
-                 "[assignment.points]"] + [f"{q(n)} = {p:g}" for n, p in self.points.items()] + \
+                 f"sections = [{', '.join(q(s) for s in self.sections)}]", f"left_out = {q(self.left_out)}",
+                 f"seed = {self.seed}", "", "[assignment.points]"] + \
+            [f"{q(n)} = {self.points.get(n, 0):g}" for n in spec.PARTS_BY_NUMBER
+             if n in self.points or n in self.dropped] + \
                 ["", "[handout]", f"release_solutions = {str(self.release_solutions).lower()}", "",
                  "[gradescope]", f"fresh_seed = {str(self.gradescope.fresh_seed).lower()}",
                  f"visibility = {q(self.gradescope.visibility)}", f"output_format = {q(self.gradescope.output_format)}"]
@@ -202,10 +207,30 @@ def parse(table, path):
         if number.split(".")[0] not in sections:
             raise CourseError(f"{name}: [assignment.points]: part {number} is in section {number.split('.')[0]}, "
                               "which [assignment] sections leaves out")
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 < value <= 1000:
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value <= 1000:
             raise CourseError(f"{name}: [assignment.points]: part {number} must be given a number of points "
-                              "above 0 (and at most 1000)")
+                              "from 0 (left out of the course) to 1000")
     points = {p.number: given.get(p.number, p.points) for p in spec.PARTS if p.number.split(".")[0] in sections}
+    dropped = tuple(n for n, v in points.items() if v == 0)
+    points = {n: v for n, v in points.items() if v != 0}
+    for section in sections:
+        if not any(n.split(".")[0] == section for n in points):
+            raise CourseError(f"{name}: [assignment.points] gives every part of section {section} 0 points: leave "
+                              "the section out of [assignment] sections instead")
+
+    left_out = assignment.get("left_out", "working")
+    if left_out not in LEFT_OUT:
+        raise CourseError(f"{name}: [assignment] left_out must be \"working\" (the sections left out ship as "
+                          f"working code) or \"removed\" (as stubs), not {left_out!r}")
+    if left_out == "removed":
+        for number in points:
+            for section, what in spec.code_needed(spec.PARTS_BY_NUMBER[number]).items():
+                if section not in sections:
+                    raise CourseError(
+                        f"{name}: part {number} ({spec.PARTS_BY_NUMBER[number].name}) runs {what}, the code of "
+                        f"section {section} ({spec.SECTIONS[section]}), which left_out = \"removed\" removes: add "
+                        f"section {section} to [assignment] sections, leave the part out with \"{number}\" = 0 in "
+                        "[assignment.points], or set left_out = \"working\"")
 
     release = handout.get("release_solutions", False)
     if not isinstance(release, bool):
@@ -227,7 +252,8 @@ def parse(table, path):
                               f"course ({', '.join(points)})")
         _visibility(name, f"[gradescope.part_visibility] {key!r}", value)
     return Course(title=title, sections=sections, seed=seed, points=points, release_solutions=release,
-                  gradescope=Gradescope(fresh, visibility, output_format, tuple(per_part.items())), path=path)
+                  gradescope=Gradescope(fresh, visibility, output_format, tuple(per_part.items())), path=path,
+                  left_out=left_out, dropped=dropped)
 
 
 def _visibility(name, where, value):

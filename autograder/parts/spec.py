@@ -149,6 +149,17 @@ SECTIONS = {"1": "RNN cell", "2": "GRU cell", "3": "GRU block cell", "4": "GMU c
             "6": "BPTT through the sequence layer", "7": "LSTM cell, bidirectional and variable-length layers",
             "8": "CTC: loss and decoding"}
 assert sum(p.points for p in PARTS) == 100
+CELL_SECTIONS = {"RNNCell": "1", "GRUCell": "2", "GRUBlockCell": "3", "GMUCell": "4", "TGRUCell": "5", "LSTMCell": "7"}
+
+
+def code_needed(part):
+    """{section: what of it} whose code ``part`` runs: its cell's, and for a sequence part the BPTT of section 6."""
+    if part.kind == "ctc":
+        return {"8": "the CTC code"}
+    needed = {CELL_SECTIONS[part.cell]: part.cell}
+    if part.kind == "sequence":
+        needed["6"] = f"{LAYERS[part.cell]}'s BPTT (Recurrent)"
+    return needed
 
 
 def param_shapes(cell, I, H, flags):
