@@ -15,7 +15,9 @@ becomes ``∂`` whatever its name, ``⊙``/``\\odot``/``\\circ``/``\\cdot`` beco
 ``²``, hats, bars, primes, subscripts' underscores, braces and spaces go. An equation is looked for by its
 right-hand side's skeleton, when that holds a gradient and a product and is at least ``SHORTEST``
 characters long: ``∂*(1-z)`` and ``∂+∂*o*(1-tanh²(c))`` are found; a bare ``∂*z`` is too common to tell
-a derivation from a sentence and is not.
+a derivation from a sentence and is not. A gradient times a weight matrix by juxtaposition (``dh = da W_hh``,
+skeleton ``∂Whh``) is looked for however short: it is the whole backward of a linear map. A time step's
+subscript (``a_{t+1}``) is dropped, so BPTT's statement of a step's equation is found too.
 
 Where: every Markdown cell of every notebook and every Markdown page, inside math (``$…$``, ``$$…$$``), code
 spans and fenced code; and the comments of notebook code cells.
@@ -53,6 +55,8 @@ LATEX = [  # (pattern, replacement), applied in order
 UNICODE = {"⊙": "*", "∘": "*", "·": "*", "−": "-", "←": "=", "′": "", "'": "", "’": ""}
 GRADIENT = re.compile(r"(?<![A-Za-z0-9_∂])(?:d(?=_?[A-Za-z])|∂)[A-Za-z0-9_]*")   # dh, da_n, d_c, dA, ∂x
 DL_OVER = re.compile(r"dL/d|∂L/∂")
+STEP = re.compile(r"_\{\s*t\s*(?:[-+−]\s*\d+)?\s*\}|_t(?![A-Za-z0-9])")   # a time step's subscript: _t, _{t+1}
+WEIGHT_PRODUCT = re.compile(r"∂W[a-z]+ᵀ?")       # a gradient times a weight matrix, by juxtaposition: da W_hh
 
 
 def canonical(text):
@@ -63,10 +67,12 @@ def canonical(text):
                    if not unicodedata.combining(ch))
     text = DL_OVER.sub("∂", text)
     text = re.sub(r"Σ_?\{?N\}?", "Σ", text)                          # a sum over the batch, however written
+    text = STEP.sub("", text)                                        # a_{t+1} is a, at whatever step
     text = text.replace("{", "").replace("}", "").replace("_", "")
     text = re.sub(r"∂\s+", "∂", text)                              # ``\partial \hat h`` is one name
     text = GRADIENT.sub("∂", text)
-    return re.sub(r"\s+", "", text)
+    text = re.sub(r"\s+", "", text)
+    return re.sub(r"\(∂\)", "∂", text)                              # (∂L/∂a) W is ∂ W
 
 
 def _pieces(comment):
@@ -107,7 +113,8 @@ def backward_equations(paths):
                     continue
                 for equation in _pieces(line.split("#", 1)[1]):
                     skeleton = canonical(_right_side(equation))
-                    if len(skeleton) >= SHORTEST and "∂" in skeleton and OPERATIONS.search(skeleton):
+                    if (len(skeleton) >= SHORTEST and "∂" in skeleton and OPERATIONS.search(skeleton)) or \
+                            WEIGHT_PRODUCT.fullmatch(skeleton):
                         found.append((f"{path}:{region.begin + 2 + k}", equation.strip(), skeleton))
     return found
 

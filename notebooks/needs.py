@@ -102,7 +102,12 @@ def _ranges(parts):
 
 
 class MissingParts(Exception):
-    """Parts this notebook runs are still TODOs (the message says which, and how to grade them)."""
+    """Parts this notebook runs are still TODOs (the message says which, and how to grade them).
+
+    Nothing is broken, so Jupyter (IPython) shows the message alone, not a traceback into this file."""
+
+    def _render_traceback_(self):
+        return ["The notebook stops here until you write what it runs:"] + [f"  {line}" for line in str(self).split("\n")]
 
 
 def missing(*parts):
