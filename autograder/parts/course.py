@@ -213,7 +213,7 @@ def parse(table, path):
     points = {p.number: given.get(p.number, p.points) for p in spec.PARTS if p.number.split(".")[0] in sections}
     dropped = tuple(n for n, v in points.items() if v == 0)
     points = {n: v for n, v in points.items() if v != 0}
-    for section in sections:
+    for section in {n.split(".")[0] for n in dropped}:
         if not any(n.split(".")[0] == section for n in points):
             raise CourseError(f"{name}: [assignment.points] gives every part of section {section} 0 points: leave "
                               "the section out of [assignment] sections instead")
