@@ -125,8 +125,15 @@ def in_course(name, course):
 def conditionals(text, course):
     """Every ``<!-- if 7.3 -->…<!-- end if -->`` (parts or sections, any of which will do) kept, markers removed,
     when the course grades one of them, else removed: a page says what grades what in this course only."""
-    return IF.sub(lambda m: m.group("text") if any(in_course(n, course) for n in m.group("what").split())
-                  else "", text)
+    out, previous = [], 0
+    for m in IF.finditer(text):
+        out.append(text[previous:m.start()])
+        previous = m.end()
+        if any(in_course(n, course) for n in m.group("what").split()):
+            out.append(m.group("text"))
+        elif (m.start() == 0 or text[m.start() - 1] == "\n") and text[m.end():m.end() + 1] == "\n":
+            previous += 1                                # a line of its own (a table's row) goes whole
+    return "".join(out) + text[previous:]
 
 
 def render_page(name, text, course, shipped):

@@ -244,6 +244,7 @@ def write_sources(build, src, solutions, executed_by_name, notebooks, course):
     backward = [p.number for p in course.parts() if p.kind == "backward"] or [p.number for p in course.parts()]
     values = {
         "title": course.title,
+        "what": sections_of.course_work(course),
         "example_part": backward[0],
         "example_section": backward[0].split(".")[0],
         "edition": "the instructor's edition, with the solutions" if solutions else "the student edition",

@@ -243,3 +243,19 @@ def test_working_sections_left_out_keep_their_cells_but_not_a_bptt_and_the_build
     warning = next(w for w in warnings if 'left_out = "working"' in w)
     assert "mytorch/nn/gru_block_cell.py: gru_block_cell, gru_block_cell_grad, GRUBlockCell.backward" in warning
     assert "sequence_backward" not in warning and 'Set left_out = "removed"' in warning
+
+
+def test_the_site_takes_the_courses_title_and_cells(tmp_path, monkeypatch):
+    from handout import sections
+    the_course = course.parse(__import__("tomllib").loads(PARTIAL), None)
+    with open(os.path.join(build.REPO, "handout", "site_pages", "index.md")) as f:
+        index = sections.conditionals(f.read(), the_course)
+    table = index.split("## The cells")[1].split("Sizes, everywhere")[0].strip().split("\n")
+    assert [row.split("|")[1].strip() for row in table if row.startswith("| `")] == ["`RNNCell`", "`GRUCell`"]
+    assert "<!--" not in index and "" not in table[2:]               # rows only: the table is whole
+    monkeypatch.setenv("MYTORCH_SITE_TITLE", the_course.title)
+    monkeypatch.setenv("MYTORCH_SITE_SOLUTIONS", "0")
+    conf = {}
+    with open(os.path.join(build.REPO, "handout", "site_pages", "conf.py")) as f:
+        exec(compile(f.read(), "conf.py", "exec"), conf)
+    assert conf["html_title"] == "RNNs, GRUs and CTC"
