@@ -97,7 +97,9 @@ def test_the_student_readme_is_the_courses(partial_handout):
     order = readme.split("## The order to work in")[1].split("##")[0]
     assert re.findall(r"Section (\d)", order) == ["1", "2", "6", "8"]
     with open(os.path.join(partial_handout, "assignment", "README.md")) as f:
-        assert "six recurrent cells" not in f.read()
+        overview = f.read()
+    assert overview.startswith("# RNNs, GRUs and CTC\n") and "six recurrent cells" not in overview
+    assert "the forward and backward passes of an RNN cell and PyTorch's GRU cell; backpropagation" in overview
 
 
 def test_nothing_a_student_reads_names_a_part_the_course_does_not_grade(partial_handout):
