@@ -293,7 +293,7 @@ def student_readme(template, course, notebooks):
         "example_part": next((p.number for p in parts if p.kind == "backward"), parts[0].number),
         "example_section": next((p.number for p in parts if p.kind == "backward"), parts[0].number).split(".")[0],
     }
-    return re.sub(r"\{\{ (\w+) \}\}", lambda m: values[m.group(1)], template)
+    return re.sub(r"\{\{ (\w+) \}\}", lambda m: values[m.group(1)], conditionals(template, course))
 
 
 def spec_section(cell):

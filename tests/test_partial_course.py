@@ -93,6 +93,7 @@ def test_the_student_readme_is_the_courses(partial_handout):
     shipped = sorted(n for n in os.listdir(os.path.join(partial_handout, "notebooks")) if n.endswith(".ipynb"))
     assert sorted(re.findall(r"^- `notebooks/(\d\d_\w+\.ipynb)`:", readme, re.M)) == shipped
     assert "1 to 3 seconds" in readme and "15 to 25" not in readme and "100 points" not in readme
+    assert "{{" not in readme and "<!--" not in readme
     assert "Not in this course: 3. GRU block cell; 4. GMU cell; 5. TGRU cell; 7. LSTM cell" in readme
     order = readme.split("## The order to work in")[1].split("##")[0]
     assert re.findall(r"Section (\d)", order) == ["1", "2", "6", "8"]
