@@ -211,7 +211,14 @@ def test_rnn_and_gru_parts_against_torch(number):
             given = "state0/0/0" in inputs                  # a case without state0 starts from zeros
             state0 = torch.tensor(np.stack([inputs[f"state0/{l}/0"] if given else np.zeros(X.shape[1:-1] + (config["H"],))
                                             for l in range(cells)]), requires_grad=True)
-            Y, h_n = torch.func.functional_call(module, p, (X, state0))
+            if config.get("lengths") is not None:          # padded: PyTorch's packed sequence is the oracle
+                pack = torch.nn.utils.rnn
+                packed = pack.pack_padded_sequence(X, torch.tensor(config["lengths"]), config["batch_first"],
+                                                   enforce_sorted=False)
+                Y, h_n = torch.func.functional_call(module, p, (packed, state0))
+                Y = pack.pad_packed_sequence(Y, config["batch_first"], total_length=config["steps"])[0]
+            else:
+                Y, h_n = torch.func.functional_call(module, p, (X, state0))
             d_hn = np.stack([inputs[f"d_state_T/{l}/0"] for l in range(cells)])
             ((Y * torch.tensor(inputs["dY"])).sum() + (h_n * torch.tensor(d_hn)).sum()).backward()
             np.testing.assert_allclose(expected["Y"], Y.detach().numpy(), rtol=1e-10)
