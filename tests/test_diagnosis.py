@@ -529,9 +529,19 @@ def test_generic_mutants_are_traced_to_their_line_and_quantity(tmp_path):
     rate_line, rate_quantity = len(line) / len(losing), len(quantity) / len(losing)
     print(f"\n{len(every)} mutants of {len({(m.file, m.line) for m in every})} graded lines; {len(losing)} lose "
           f"points; the report names the line (±1) for {rate_line:.1%} and the quantity for {rate_quantity:.1%}")
+    for area, files in AREAS.items():                                     # where students struggle differs
+        mine = [(m, text) for m, text in losing if m.file.split("mytorch/", 1)[-1] in files]
+        if mine:
+            print(f"  {area}: {len(mine)} lose points; line {sum(mutants.names_line(t, m) for m, t in mine) / len(mine):.1%}"
+                  f", quantity {sum(mutants.names_quantity(t, m) for m, t in mine) / len(mine):.1%}")
     missed = [f"{m.file}:{m.line} {m.kind}" for m, text in losing if not mutants.names_line(text, m)]
     print("not located:", ", ".join(missed[:40]))
     assert rate_line >= 0.9 and rate_quantity >= 0.8
+
+
+AREAS = {"cells": {"nn/rnn_cell.py", "nn/gru_cell.py", "nn/gru_block_cell.py", "nn/gmu_cell.py", "nn/tgru_cell.py",
+                   "nn/lstm_cell.py"},
+         "BPTT": {"nn/recurrent.py"}, "CTC": {"nn/ctc.py", "nn/ctc_course.py"}, "decoding": {"nn/ctc_decode.py"}}
 
 
 def _forged_against_ctc_loss():
