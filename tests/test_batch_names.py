@@ -167,7 +167,7 @@ def test_a_gradescope_upload_named_with_escapes_is_reported_in_printable_text(tm
     assert proc.returncode == 0, proc.log
     assert all(line.isprintable() for line in proc.log.splitlines()), proc.log
     for test in results["tests"]:
-        assert "could not be unpacked" in test["output"] and "PWNED" in test["output"]
+        assert "was not unpacked: it is neither a tar" in test["output"] and "PWNED" in test["output"]
         assert all(line.isprintable() for line in test["output"].splitlines()), test["output"]
 
 

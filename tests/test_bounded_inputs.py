@@ -13,8 +13,7 @@ import zipfile
 import numpy as np
 import pytest
 
-from autograder.instructor import gradescope
-from autograder.instructor import upload as uploads
+from autograder.instructor import gradescope, submissions
 from autograder.sandbox import archive, tree
 from tests.graderkit import REPO, TWO_SECTIONS, check_gradescope, load_results, make_grader_copy, make_submission
 
@@ -214,7 +213,7 @@ def test_gradescope_upload_deeper_than_the_walk_still_writes_results(tmp_path):
         tree.remove(str(tmp_path / "autograder" / "submission"))       # pytest's own cleanup would recurse
     assert proc.returncode == 0 and "Traceback" not in proc.log, proc.log
     tests = check_gradescope(results)
-    assert all(t["score"] == 0 and f"more than {uploads.WALK_DEPTH} levels" in t["output"]
+    assert all(t["score"] == 0 and f"more than {submissions.WALK_DEPTH} levels" in t["output"]
                for t in tests.values())
     assert left == []
 
@@ -225,7 +224,7 @@ def test_gradescope_writes_results_when_the_grader_itself_fails(tmp_path, monkey
 
     def broken(*args):
         raise RuntimeError("a fault of the grader")
-    monkeypatch.setattr(uploads, "find_package", broken)
+    monkeypatch.setattr(submissions, "locate_path", broken)
     assert gradescope.main(["--root", str(root)]) == 0
     results = json.loads((root / "results" / "results.json").read_text())
     tests = check_gradescope(results)

@@ -3,17 +3,20 @@
     python -m autograder handin [--submission DIR] [--out handin.tar] [--no-grade]
 
 It grades the folder locally first and says the score and which parts are not implemented yet, then writes the
-tar and says what to upload where. The tar holds the ``mytorch`` package's Python files and the notebooks
-(``notebooks/*.ipynb``), with paths relative to the submission folder; caches and anything else are left out.
+tar and says what to upload where. The package is found as every grader finds it (``submissions``: at any depth of
+the folder, or in the one archive it holds). The tar holds the ``mytorch`` package's Python files and the notebooks
+(``notebooks/*.ipynb``) beside it, with paths relative to the folder holding it; caches and anything else are left out.
 """
 import argparse
 import os
 import sys
 import tarfile
+import tempfile
 
 from autograder import grade
 from autograder.cli import default_submission, graded_elsewhere
 from autograder.diagnosis import report
+from autograder.instructor import submissions
 from autograder.sandbox import tree
 
 
@@ -37,15 +40,29 @@ def main(argv):
                         "the mytorch folder packed)")
     parser.add_argument("--no-grade", action="store_true", help="pack without grading locally first")
     args = parser.parse_args(argv)
-    root = os.path.abspath(args.submission or default_submission())
-    args.out = args.out or os.path.join(root, "handin.tar")
+    given = os.path.abspath(args.submission or default_submission())
+    staging = tempfile.mkdtemp(prefix="handin-")
+    try:
+        return pack(parser, args, given, staging)
+    finally:
+        tree.remove(staging)
+
+
+def pack(parser, args, given, staging):
+    """Pack the ``mytorch`` that ``given`` hands in, found as every grader finds it (``submissions.locate_path``,
+    archives unpacked into ``staging``), so what packs here is what grades there."""
+    located = submissions.locate_path(given, staging)
+    if located.package is None:
+        parser.error(f"cannot pack {given}: {located.reason}")
+    root = os.path.dirname(located.package)
+    args.out = args.out or os.path.join(given if root.startswith(staging + os.sep) else root, "handin.tar")
     try:
         files = files_to_hand_in(root)
     except (OSError, tree.TreeError) as error:
         parser.error(f"cannot pack {root}: {error}")
-    if not any(f.startswith("mytorch" + os.sep) for f in files):
-        parser.error(f"no mytorch package in {root}")
     console = report.Console()
+    if located.form != "mytorch/":
+        console.print(f"Packing the mytorch package found as {located.form} in {given}.")
     if args.submission is None and graded_elsewhere(root):
         console.print(graded_elsewhere(root).replace("Grading", "Packing"))
     if not args.no_grade:

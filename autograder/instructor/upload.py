@@ -21,46 +21,11 @@ import tempfile
 from autograder import cli
 from autograder.diagnosis import report
 from autograder.grade import PartResult
+from autograder.instructor import submissions
 from autograder.parts import course, data, spec
-from autograder.sandbox import archive, isolation, tree, untrusted
+from autograder.sandbox import isolation, tree
 
 STUDENT = "student"              # the user the platform makes, unless MYTORCH_GRADER_USER names another
-ARCHIVES = 5                     # archives unpacked from one submission
-WALK_LIMIT = 5000                # entries of the submission folder looked at
-WALK_DEPTH = 32                  # levels of folders in it
-
-
-def _walk(top):
-    """(folder, dirs, files) of ``top``, no links followed, at most WALK_LIMIT entries and WALK_DEPTH levels."""
-    try:
-        for rel, _, dirs, files in tree.walk(top, WALK_DEPTH, WALK_LIMIT):
-            yield os.path.normpath(os.path.join(top, rel)), dirs, files
-    except tree.TreeError as error:
-        raise archive.UnpackError(f"the submission cannot be read: {error}") from None
-
-
-def find_package(submission, staging):
-    """The ``mytorch`` folder handed in, unpacking archives into ``staging``; None if there is none."""
-    unpacked = 0
-    for folder, _, files in _walk(submission):
-        for name in files:                                # regular files only, never a link
-            path = os.path.join(folder, name)
-            if name.endswith((".tar", ".tar.gz", ".tgz", ".zip")):
-                unpacked += 1
-                if unpacked > ARCHIVES:
-                    raise archive.UnpackError(f"it holds more than {ARCHIVES} archives")
-                try:
-                    archive.unpack(path, os.path.join(staging, str(unpacked)))
-                except archive.UnpackError as error:
-                    raise archive.UnpackError(f"{untrusted.line(name, 100)}: {error}") from None
-                except Exception as error:                # a damaged archive
-                    raise archive.UnpackError(f"{untrusted.line(name, 100)} is damaged "
-                                              f"({type(error).__name__})") from None
-    for source in (staging, submission):
-        for folder, _, files in _walk(source):
-            if os.path.basename(folder) == "mytorch" and "__init__.py" in files and not os.path.islink(folder):
-                return folder
-    return None
 
 
 def zero(results, problem, the_course=None, notes=(), output_format=None):
@@ -106,7 +71,7 @@ def instructor_notes(solution, grade_args, python=None):
 
 def grade_upload(submission, results, the_course, solution, python=None, output_format=None,
                  staff_sees_stdout=True):
-    """Grade what was uploaded into the folder ``submission`` (``find_package``) and write ``results`` in
+    """Grade what was uploaded into the folder ``submission`` (``submissions.locate_path``, as every mode finds it) and write ``results`` in
     Gradescope's format: every platform's entry does this, then reads the file into its own format. Student
     code runs as the platform's sandbox user where there is one (``instructor_notes``), on fresh cases when
     ``solution``/mytorch exists (None: there is none). ``output_format``: the outputs' format, if not the course's. Notes for the
@@ -114,14 +79,14 @@ def grade_upload(submission, results, the_course, solution, python=None, output_
     staging, work = tempfile.mkdtemp(prefix="handed-in-"), tempfile.mkdtemp(prefix="submission-")
     os.chmod(work, 0o755)
     try:
-        problem = "no mytorch package in the submission: upload handin.tar (python -m autograder handin)"
-        try:
-            found = find_package(submission, staging)
-            if found is not None:
-                isolation.private_copy(found, os.path.join(work, "mytorch"))
-        except (archive.UnpackError, isolation.CopyError, OSError) as error:
-            found, problem = None, f"the submission could not be unpacked ({untrusted.line(str(error), 600)})"
-        if found is None:
+        located = submissions.locate_path(submission, staging, "the upload")
+        problem = f"Not graded: {located.reason}." if located.package is None else ""
+        if located.package is not None:
+            try:
+                isolation.private_copy(located.package, os.path.join(work, "mytorch"))
+            except (isolation.CopyError, OSError) as error:
+                problem = f"Not graded: {submissions.copy_refused(error)}."
+        if problem:
             zero(results, problem, the_course, output_format=output_format)
             print(problem)
             return 0
