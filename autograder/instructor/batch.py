@@ -1,6 +1,6 @@
 """Instructors: grade every submission in a folder, in parallel, and leave feedback and a class report.
 
-    python -m autograder batch DIR [--out REPORT] [--regrade] [--run-as USER[,USER...]|'PREFIX*']
+    python -m autograder batch DIR [--out REPORT] [--regrade] [--roster ROSTER.csv] [--run-as USER[,USER...]|'PREFIX*']
                                    [--python PATH] [--jobs N] [--csv PATH] [--timeout S] [--fresh-seed [SEED]]
 
 Every sub-folder of DIR is one submission (named by the folder), whatever it holds (``submissions``: a
@@ -31,6 +31,7 @@ import contextlib
 import json
 import os
 import re
+import signal
 import stat
 import sys
 import tempfile
@@ -40,7 +41,8 @@ import time
 
 from autograder import cli, grade
 from autograder.diagnosis import report
-from autograder.instructor import class_report, submissions
+from autograder.instructor import class_report, roster, submissions
+from autograder.parts import course as courses
 from autograder.sandbox import fairness, identities, interpreter, isolation, reaper, runner, tree, untrusted, zygote
 
 STATE = ".batch.json"            # in REPORT: the seed a --fresh-seed batch drew, for a resumed run
@@ -194,13 +196,15 @@ def reclaim(copy):
     os.chmod(folder, 0o700)
 
 
-def prepare(folder, names, staging):
+def prepare(folder, names, staging, interrupt=()):
     """Every submission of ``names`` located, unpacked and copied into ``staging`` before any student code runs:
     {name: (Located, the graded copy of its package, or the error that refused it, or None)}. Each
     submission's folder there may be passed through by others (to reach its own copy, once lent) but not read;
     what it unpacked is root's alone."""
     prepared = {}
     for k, name in enumerate(names):
+        if interrupt:                                     # Ctrl-C: nothing more is copied
+            break
         where = os.path.join(staging, str(k))
         os.makedirs(os.path.join(where, "unpacked"), mode=0o700)
         os.chmod(where, 0o711)
@@ -216,7 +220,7 @@ def grade_one(located, copy, parts, users, **options):
     so the user's next submission cannot read it, and removed once no process of that user is left."""
     try:
         if isinstance(copy, Exception):
-            located.reason = f"the submission could not be copied ({untrusted.line(str(copy), 300)})"
+            located.reason = submissions.copy_refused(copy)
         if copy is None or located.reason:
             reason = located.reason or "no mytorch package"
             return _zero(parts, f"Not graded: {reason}."), reason
@@ -238,7 +242,8 @@ def _grade_copy(copy, parts, users, options):
                 reclaim(copy)                             # before another submission may be graded as user
     except Exception as error:
         reason = (f"the grader failed on this submission ({type(error).__name__}: "
-                  f"{untrusted.line(str(error), 300)}); please report it")
+                  f"{submissions.without_paths(untrusted.line(str(error), 300), os.path.dirname(copy))}); "
+                  "please report it")
         return _zero(parts, reason), reason
 
 
@@ -249,6 +254,7 @@ def _zero(parts, problem):
 def record(feedback, the_course, located, results, reason, seconds, key, fresh_seed):
     """Write the submission's feedback files; returns its results payload."""
     problem, detail = class_report.problem_of(results, reason)
+    detail = submissions.without_paths(detail)            # the reason column: never where the grader staged it
     payload = report.gradescope(results, seconds, the_course.gradescope, extra={
         "submission": untrusted.line(located.name, 1000), "form": located.form, "problem": problem,
         "problem_detail": detail,
@@ -260,6 +266,101 @@ def record(feedback, the_course, located, results, reason, seconds, key, fresh_s
         print(f"error: the feedback of {untrusted.line(located.name, 60)} could not be written: "
               f"{untrusted.text(error.strerror or str(error), 200)}", file=sys.stderr, flush=True)
     return payload
+
+
+def _course_of(text):
+    """The ``Course`` a report's record kept as TOML, or None if it cannot be read."""
+    try:
+        return courses.parse(courses.tomllib.loads(text), None)
+    except Exception:                                     # a record an older grader wrote, or damaged
+        return None
+
+
+def course_changes(before, now):
+    """What changed from the course ``before`` to ``now``, in a few words ('' if nothing a grade depends on)."""
+    said = []
+    if before.sections != now.sections:
+        said.append(f"sections {', '.join(now.sections)} (were {', '.join(before.sections)})")
+    for number, points in now.points.items():
+        if number in before.points and before.points[number] != points:
+            said.append(f"part {number} is worth {points:g} points (was {before.points[number]:g})")
+    if before.seed != now.seed:
+        said.append(f"the reference seed is {now.seed} (was {before.seed})")
+    if before.title != now.title:
+        said.append(f"the title is {now.title!r} (was {before.title!r})")
+    if not said and before.to_toml() != now.to_toml():
+        said.append("its Gradescope settings")
+    return "; ".join(said)
+
+
+def regrade_reason(args, kept, graded_before, the_course, fresh_seed, key):
+    """Why this run grades again what an earlier run in the same report folder graded ('' when it resumes or
+    there is nothing earlier): ``kept`` is the earlier run's record, ``graded_before`` the grader keys of the
+    feedback it left."""
+    if not graded_before:
+        return ""
+    if args.regrade:
+        return "--regrade was given"
+    if graded_before <= {key}:
+        return ""
+    before = _course_of(kept.get("course", "")) if isinstance(kept.get("course"), str) else None
+    if before is not None:
+        changed = course_changes(before, the_course)
+        if changed:
+            return f"the course changed: {changed}"
+    if "seed" in kept and kept["seed"] != fresh_seed:
+        return "the fresh seed changed" if fresh_seed is not None and kept["seed"] is not None else \
+            ("it grades on fresh cases, the earlier run on the stored ones" if fresh_seed is not None else
+             "it grades on the stored cases, the earlier run on fresh ones")
+    if kept.get("grader") and kept["grader"] != class_report.grader_digest():
+        return "the grader's code or reference data changed"
+    return "the earlier report was made by another grader, course or seed"
+
+
+def set_aside(report_dir):
+    """Move the report folder to a name of its own beside it (``REPORT-before-<UTC time>``); returns that name."""
+    stamp = time.strftime("%Y-%m-%dT%H-%M-%SZ", time.gmtime())
+    aside = f"{report_dir}-before-{stamp}"
+    k = 1
+    while os.path.lexists(aside):
+        k += 1
+        aside = f"{report_dir}-before-{stamp}-{k}"
+    os.rename(report_dir, aside)
+    return aside
+
+
+def earlier_keys(feedback):
+    """The grader keys of the feedback an earlier run left in ``feedback`` (a ``Folder``)."""
+    keys = set()
+    for name in os.listdir(feedback.fd):
+        if name.endswith(".json") and not name.startswith(".tmp-"):
+            try:
+                keys.add(json.loads(feedback.read(name))["extra_data"]["grader_key"])
+            except (OSError, ValueError, KeyError, TypeError):
+                keys.add(None)
+    return keys
+
+
+class Interrupt:
+    """Ctrl-C (SIGINT) during a batch: no new submission starts, those being graded are not recorded (a signal
+    may have reached their processes: they are graded again by the next run), everything is cleaned up, and the
+    batch says how far it got."""
+
+    def __init__(self):
+        self.event = threading.Event()
+        self.previous = signal.signal(signal.SIGINT, self._handle)
+
+    def _handle(self, signum, frame):
+        if not self.event.is_set():
+            print("\nstopping: cleaning up (the submissions being graded are graded again next time)",
+                  file=sys.stderr, flush=True)
+        self.event.set()
+
+    def __bool__(self):
+        return self.event.is_set()
+
+    def restore(self):
+        signal.signal(signal.SIGINT, self.previous)
 
 
 def default_report(folder):
@@ -311,9 +412,21 @@ def main(argv):
     parser.add_argument("--regrade", action="store_true",
                         help="grade every submission again, even those an earlier run of this grader finished")
     parser.add_argument("--csv", default=None, metavar="PATH", help="also write the scores table to PATH")
+    parser.add_argument("--roster", default=None, metavar="ROSTER.csv",
+                        help="Canvas's gradebook export or Gradescope's roster: submissions are matched to its "
+                             "students by the names Canvas's and Gradescope's downloads give them, and "
+                             "gradebook.csv carries its ids")
     cli.add_common(parser, jobs="submissions graded at once, at most one per sandbox user, each with at least "
                                 "two parts at a time (default: one more than the cores)")
     args = parser.parse_args(argv)
+    interrupt = Interrupt()
+    try:
+        return _batch(parser, args, interrupt)
+    finally:
+        interrupt.restore()
+
+
+def _batch(parser, args, interrupt):
     if not os.path.isdir(args.folder):
         parser.error(f"{args.folder} is not a folder")
     folder = os.path.abspath(args.folder)
@@ -329,9 +442,16 @@ def main(argv):
     stranger = not_a_report(report_dir)
     if stranger:                                      # something of the instructor's: never written over
         parser.error(f"{report_dir} is not a report folder of this grader ({stranger}): name another with --out")
+    the_roster = None
+    if args.roster:
+        try:
+            the_roster = roster.read(args.roster)
+        except roster.RosterError as error:
+            parser.error(f"--roster: {error}")
     names, ignored = submissions.find(folder)
     if not names:
         parser.error(f"no submissions in {args.folder}: each must be a folder (or an archive) in it")
+    matching = roster.match(names, the_roster, folder) if the_roster is not None else None
     print(f"Found {_count(len(names), 'submission')} in {folder}" + (
         f" (not submissions, left alone: {len(ignored)} other files at its top, e.g. "
         f"{untrusted.line(ignored[0], 60)})" if ignored else ""))
@@ -353,7 +473,21 @@ def main(argv):
         print(stored_cases_note(), file=sys.stderr)
     at_once = jobs if users is None else min(jobs, len(users.users))    # never two submissions per user
     key = class_report.grader_key(the_course, fresh_seed)
-    kept = {"fresh_seed": fresh_seed, "check": seed_check(the_course, fresh_seed)}
+    try:
+        earlier = json.loads(folder_out.read(STATE))
+    except (OSError, ValueError):
+        earlier = {}
+    why = regrade_reason(args, earlier if isinstance(earlier, dict) else {}, earlier_keys(feedback), the_course,
+                         fresh_seed, key)
+    if why:                                               # never written over: the earlier report is kept, named
+        feedback.close()
+        folder_out.close()
+        aside = set_aside(report_dir)
+        folder_out = class_report.Folder(report_dir)
+        feedback = folder_out.sub(class_report.FEEDBACK)
+        print(f"Grading every submission again: {why}. The earlier report is kept in {aside}")
+    kept = {"fresh_seed": fresh_seed, "check": seed_check(the_course, fresh_seed), "seed": fresh_seed,
+            "course": the_course.to_toml(), "grader": class_report.grader_digest()}
     folder_out.write(STATE, json.dumps(kept) + "\n")
     payloads = {}
     if not args.regrade:
@@ -371,14 +505,18 @@ def main(argv):
         loaded = grade.references(parts, fresh_seed, solution, args.timeout, args.memory, jobs, python) if todo else None
         staging = staging_folder()
         os.chmod(staging, 0o711)                          # others may pass through, to their own copy alone
-        prepared = prepare(folder, todo, staging)         # every copy is made before any student code runs
+        prepared = prepare(folder, [] if interrupt else todo, staging, interrupt)   # all before any student code
         options = dict(timeout=args.timeout, memory_mb=args.memory, jobs=parts_at_once(jobs, at_once),
                        python=python, loaded=loaded, template=template, gate=fairness.Gate())
 
         def one(name):
+            if interrupt or name not in prepared:
+                return
             start = time.monotonic()
             located, copy = prepared[name]
             results, reason = grade_one(located, copy, parts, users, **options)
+            if interrupt:                                 # graded while stopping: not recorded, graded next time
+                return
             for result in results:
                 if result.alone:
                     print(f"note: {_short(name, 30)}: part {result.part.number} {result.why_alone}; "
@@ -398,7 +536,11 @@ def main(argv):
             users.close()
         if staging is not None:
             tree.remove(staging)
-    class_rows = class_report.write_class(folder_out, names, payloads, the_course)
+    if interrupt:
+        print(f"interrupted after {len(payloads)} of {len(names)}; run the same command to continue",
+              file=sys.stderr, flush=True)
+        return 130
+    class_rows = class_report.write_class(folder_out, names, payloads, the_course, the_roster, matching)
     if args.csv:
         with open(args.csv, "wb") as f:
             f.write(folder_out.read("scores.csv"))
@@ -410,7 +552,13 @@ def main(argv):
           f"  scores     {os.path.join(report_dir, 'scores.csv')}\n"
           f"  feedback   {os.path.join(report_dir, class_report.FEEDBACK)}\n"
           f"  the class  {os.path.join(report_dir, 'report.md')} (its histogram: totals.svg)\n"
-          f"  gradebook  {os.path.join(report_dir, 'gradebook.csv')} (Canvas's gradebook import)")
+          f"  gradebook  {os.path.join(report_dir, 'gradebook.csv')} " + (
+              "(Canvas's gradebook import)" if the_roster is None or the_roster.kind == "canvas" else
+              "(the roster's students and ids)"))
+    if matching is not None:
+        print(f"  roster     {len(matching.graded)} of {len(the_roster.students)} students matched; "
+              f"{_count(len(matching.unmatched), 'submission')} matching no student, "
+              f"{_count(len(matching.without), 'student')} with none (report.md lists them)")
     return 0 if len(class_rows) == len(names) else 1
 
 

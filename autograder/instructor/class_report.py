@@ -28,6 +28,7 @@ import statistics
 
 from autograder import PACKAGES
 from autograder.diagnosis import report
+from autograder.instructor import roster as rosters
 from autograder.sandbox import untrusted
 
 FEEDBACK = "feedback"
@@ -36,8 +37,9 @@ TIMED_OUT = "Your code did not finish within"
 ALL_RAISED = re.compile(r"0 of (\d+) cases passed\nall \1 cases: (.*)")      # a part's first two lines
 
 
-def grader_key(course, seed):
-    """What decides a submission's grade besides its code: this grader's files, its data, the course, the seed."""
+def grader_digest():
+    """A digest of this grader's files and its data: what a batch records to tell a changed grader from a changed
+    course or seed."""
     digest = hashlib.sha256()
     grader = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     for folder in (grader, *(os.path.join(grader, name) for name in (*PACKAGES, "data"))):
@@ -47,6 +49,12 @@ def grader_key(course, seed):
                 digest.update(name.encode() + b"\0")
                 with open(path, "rb") as f:
                     digest.update(hashlib.sha256(f.read()).digest())
+    return digest.hexdigest()
+
+
+def grader_key(course, seed):
+    """What decides a submission's grade besides its code: this grader's files, its data, the course, the seed."""
+    digest = hashlib.sha256(grader_digest().encode())
     digest.update(course.to_toml().encode() + f"\0seed={seed}".encode())
     return digest.hexdigest()[:32]
 
@@ -314,7 +322,21 @@ def _md_cell(text):
     return re.sub(r"([!-/:-@\[-`{-~])", r"\\\1", " ".join(untrusted.text(str(text), 1000).splitlines()))
 
 
-def report_md(class_rows, parts, course):
+def roster_md(roster, matching):
+    """report.md's section on the roster: how many matched, the submissions matching no student, the students
+    with none and the submissions a later one superseded."""
+    lines = ["", "## Roster", "",
+             f"{len(matching.graded)} of {len(roster.students)} students of the roster ({roster.kind}) have a "
+             "graded submission.", ""]
+    for title, names in (("Submissions that match no student (not in gradebook.csv)", matching.unmatched),
+                         ("Students with no submission (their grade left empty)", matching.without),
+                         ("Submissions superseded by a later one of the same student",
+                          [f"{name} ({student})" for name, student in matching.superseded])):
+        lines += [f"### {title}", ""] + ([f"- {_md_cell(n)}" for n in names] if names else ["None."]) + [""]
+    return lines[:-1]
+
+
+def report_md(class_rows, parts, course, roster=None, matching=None):
     n = len(class_rows)
     totals = [r["total"] for r in class_rows]
     lines = [f"# {course.title}: class report", "",
@@ -336,17 +358,24 @@ def report_md(class_rows, parts, course):
         lines += [f"| {_md_cell(r['name'])} | {r['problem']} | {_md_cell(r['detail'])} |" for r in problems]
     else:
         lines.append("None.")
+    if roster is not None:
+        lines += roster_md(roster, matching)
     return "\n".join(lines) + "\n"
 
 
-def write_class(folder, names, payloads, course):
+def write_class(folder, names, payloads, course, roster=None, matching=None):
     """scores.csv, gradebook.csv, report.md and totals.svg in ``folder`` (a ``Folder``) for the submissions
-    ``names`` (in that order); returns the rows."""
+    ``names`` (in that order); with a ``roster`` (and its ``matching``), the gradebook is the roster's. Returns the
+    rows."""
     parts = course.parts()
     class_rows = rows(names, payloads, parts)
     folder.write("scores.csv", scores_csv(class_rows, parts))
-    folder.write("gradebook.csv", gradebook_csv(class_rows, course))
+    if roster is None:
+        folder.write("gradebook.csv", gradebook_csv(class_rows, course))
+    else:
+        totals = {r["name"]: r["total"] for r in class_rows}
+        folder.write("gradebook.csv", _csv(rosters.gradebook(roster, matching, totals, course.title, course.total)))
     if class_rows:
         folder.write("totals.svg", histogram_svg([r["total"] for r in class_rows], course.total))
-    folder.write("report.md", report_md(class_rows, parts, course))
+    folder.write("report.md", report_md(class_rows, parts, course, roster, matching))
     return class_rows

@@ -203,11 +203,18 @@ def copy_refused(error):
 
 def without_paths(text, *places):
     """``text`` (a reason shown to the instructor and the student) with every path under ``places`` (the grader's
-    folders) and under the temporary folder replaced by '…': a reason names what went wrong, never where the
-    grader staged the submission."""
+    folders) and under the temporary folder replaced (``_in_package``): a reason names what went wrong, never
+    where the grader staged the submission."""
     for place in sorted({os.path.realpath(p) for p in places} | {os.path.abspath(p) for p in places}, key=len,
                         reverse=True):
         text = text.replace(place, "…")
     for top in {tempfile.gettempdir(), os.path.realpath(tempfile.gettempdir())}:
-        text = re.sub(re.escape(top.rstrip("/")) + r"/[^\s'\"():,]*", "…", text)
+        text = re.sub(re.escape(top.rstrip("/")) + r"/[^\s'\"():,]*", _in_package, text)
     return text
+
+
+def _in_package(found):
+    """A temporary path as a reason shows it: a file of the graded package by its path in the package
+    (``mytorch/nn/rnn_cell.py``), anything else as '…'."""
+    path = found.group()
+    return "mytorch/" + path.rsplit("/mytorch/", 1)[1] if "/mytorch/" in path else "…"

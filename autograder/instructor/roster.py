@@ -1,0 +1,202 @@
+"""A class roster, and which submission is whose: ``python -m autograder batch DIR --roster ROSTER.csv``.
+
+Two rosters are read, told apart by their header:
+
+    Canvas       its gradebook export: Student, ID, SIS User ID, SIS Login ID, Section, then the assignments;
+                 the row "Points Possible" (and any other row without an ID) is not a student
+    Gradescope   its roster download: First Name, Last Name (or Name), SID, Email, Role, Sections; rows whose
+                 Role is not Student are staff
+
+A submission is matched to a student by its name as each system names a download:
+
+    Canvas       login_userid_submissionid_file (``_LATE_`` may follow the login; the file's name may be left out):
+                 the Canvas user id is the roster's ID, else the login its SIS Login ID or its name without spaces
+    Gradescope   submission_<id>, with submission_metadata.yml beside the folders (its export): the submitters'
+                 SID or email
+    any          a folder or archive named by one of the roster's ids (ID, SIS User ID, SIS Login ID, SID, email),
+                 with an archive's ending left out
+
+A student with several submissions is graded on the latest (the highest Canvas submission id, else the last name
+in order); the others are listed as superseded. gradebook.csv then has one row per student of the roster, with the
+roster's own ids (for Canvas, in the columns its gradebook import expects, the score under the assignment's own
+column when the export has one named for the course), and report.md lists the submissions that match no student
+and the students with none.
+"""
+import csv
+import dataclasses
+import io
+import os
+import re
+
+from autograder.sandbox import untrusted
+
+READ_LIMIT = 8 << 20             # bytes of a roster or a metadata file read
+CANVAS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
+CANVAS_NAME = re.compile(r"^(?P<login>[^_]+?)(?P<late>_LATE)?_(?P<user>\d+)_(?P<submission>\d+)(?:_.*)?$", re.S)
+GRADESCOPE_NAME = re.compile(r"^submission_(?P<submission>\d+)$")
+ENDINGS = (".tar.gz", ".tgz", ".tar", ".zip")
+
+
+class RosterError(ValueError):
+    """The roster cannot be read or is neither Canvas's nor Gradescope's; the message says why."""
+
+
+@dataclasses.dataclass
+class Student:
+    name: str
+    ids: dict                    # the roster's columns for this student (its header -> value)
+    keys: tuple = ()             # what a submission's name may hold to be this student's (lower case)
+
+
+@dataclasses.dataclass
+class Roster:
+    kind: str                    # "canvas" | "gradescope"
+    header: list
+    students: list
+
+
+def _text(path):
+    with open(path, "rb") as f:
+        data = f.read(READ_LIMIT + 1)
+    if len(data) > READ_LIMIT:
+        raise RosterError(f"{path} is larger than {READ_LIMIT >> 20} MiB")
+    return data.decode("utf-8-sig", "replace")
+
+
+def read(path):
+    """The ``Roster`` in the CSV file at ``path``."""
+    try:
+        table = list(csv.reader(io.StringIO(_text(path))))
+    except (OSError, csv.Error) as error:
+        raise RosterError(f"{path} cannot be read ({getattr(error, 'strerror', None) or error})") from None
+    if not table:
+        raise RosterError(f"{path} is empty")
+    header = [h.strip() for h in table[0]]
+    column = {h: k for k, h in reversed(list(enumerate(header)))}
+
+    def cell(row, name):
+        k = column.get(name)
+        return row[k].strip() if k is not None and k < len(row) else ""
+
+    students = []
+    if all(h in column for h in CANVAS):
+        for row in table[1:]:
+            if not cell(row, "ID") or cell(row, "Student").strip().lower() in ("points possible", ""):
+                continue
+            ids = {h: cell(row, h) for h in CANVAS}
+            keys = {cell(row, "ID"), cell(row, "SIS User ID"), cell(row, "SIS Login ID"),
+                    re.sub(r"[\s,.'-]", "", cell(row, "Student"))}
+            students.append(Student(cell(row, "Student"), ids, tuple(k.lower() for k in keys if k)))
+        return Roster("canvas", header, students)
+    if "Email" in column and ("SID" in column or "Name" in column or "First Name" in column):
+        for row in table[1:]:
+            if not any(c.strip() for c in row) or cell(row, "Role").lower() not in ("", "student"):
+                continue
+            name = cell(row, "Name") or " ".join(x for x in (cell(row, "First Name"), cell(row, "Last Name")) if x)
+            ids = {h: cell(row, h) for h in ("SID", "Email", "Sections") if h in column}
+            keys = {cell(row, "SID"), cell(row, "Email"), cell(row, "Email").split("@")[0]}
+            students.append(Student(name, ids, tuple(k.lower() for k in keys if k)))
+        return Roster("gradescope", header, students)
+    raise RosterError(f"{path} is neither Canvas's gradebook export (its header starts {', '.join(CANVAS)}) nor "
+                      "Gradescope's roster (First Name, Last Name, SID, Email, Role)")
+
+
+def gradescope_metadata(folder):
+    """{submission_<id>: [the submitters' SID and email, lower case]} from the submission_metadata.yml a Gradescope
+    export holds at its top (its own YAML, read line by line: no YAML library is loaded as root); {} without it."""
+    path = os.path.join(folder, "submission_metadata.yml")
+    try:
+        if os.path.islink(path) or not os.path.isfile(path):
+            return {}
+        text = _text(path)
+    except (OSError, RosterError):
+        return {}
+    found, current = {}, None
+    for line in text.splitlines():
+        head = re.match(r"^(submission_\d+):\s*$", line)
+        if head:
+            current = found.setdefault(head.group(1), [])
+            continue
+        field = re.match(r"^\s*-?\s*:?(sid|email):\s*['\"]?([^'\"]*)['\"]?\s*$", line)
+        if field and current is not None and field.group(2).strip():
+            current.append(field.group(2).strip().lower())
+    return found
+
+
+def _bare(name):
+    lower = name.lower()
+    for ending in ENDINGS:
+        if lower.endswith(ending):
+            return name[:-len(ending)]
+    return name
+
+
+@dataclasses.dataclass
+class Matching:
+    graded: dict                 # student index -> the submission graded for them
+    superseded: list             # (submission, student name): an earlier submission of a student
+    unmatched: list              # submissions matching no student
+    without: list                # students with no submission (their names)
+
+
+def match(names, roster, folder):
+    """Which of the submissions ``names`` (in ``folder``) is whose: a ``Matching``."""
+    by_key = {}
+    for k, student in enumerate(roster.students):
+        for key in student.keys:
+            by_key.setdefault(key, set()).add(k)
+    metadata = gradescope_metadata(folder)
+    claims = {}                  # student -> [(order, submission)]
+    unmatched = []
+    for position, name in enumerate(names):
+        whose, order = set(), (0, position)
+        canvas = CANVAS_NAME.match(name)
+        if canvas:
+            whose = by_key.get(canvas.group("user"), set()) or by_key.get(canvas.group("login").lower(), set())
+            order = (int(canvas.group("submission")), position)
+        elif GRADESCOPE_NAME.match(name) and name in metadata:
+            for key in metadata[name]:
+                whose |= by_key.get(key, set())
+        if not whose:
+            whose = by_key.get(_bare(name).lower(), set())
+        if len(whose) != 1:
+            unmatched.append(name)
+            continue
+        claims.setdefault(whose.pop(), []).append((order, name))
+    graded, superseded = {}, []
+    for k, claimed in claims.items():
+        claimed.sort()
+        graded[k] = claimed[-1][1]
+        superseded += [(name, roster.students[k].name) for _, name in claimed[:-1]]
+    without = [s.name for k, s in enumerate(roster.students) if k not in graded]
+    return Matching(graded, superseded, unmatched, without)
+
+
+def assignment_column(roster, title):
+    """The Canvas export's own column for the assignment named ``title`` ('title (12345)'), so the import fills
+    it; else ``title`` (Canvas then makes a new assignment)."""
+    for column in roster.header[len(CANVAS):]:
+        if column == title or re.fullmatch(re.escape(title) + r" \(\d+\)", column):
+            return column
+    return title
+
+
+def gradebook(roster, matching, totals, title, points_possible):
+    """The gradebook's rows (header first) for ``roster``: one per student, the total of the submission graded for
+    them (empty for a student with none: an import leaves their grade as it is)."""
+    score = {k: totals[name] for k, name in matching.graded.items()}
+    if roster.kind == "canvas":
+        column = assignment_column(roster, title)
+        table = [list(CANVAS) + [column], ["    Points Possible", "", "", "", "", f"{points_possible:g}"]]
+        table += [[s.ids[h] for h in CANVAS] + [f"{score[k]:g}" if k in score else ""]
+                  for k, s in enumerate(roster.students)]
+        return table
+    columns = [h for h in ("SID", "Email", "Sections") if roster.students and h in roster.students[0].ids]
+    table = [["Name"] + columns + [title]]
+    table += [[s.name] + [s.ids[h] for h in columns] + [f"{score[k]:g}" if k in score else ""]
+              for k, s in enumerate(roster.students)]
+    return table
+
+
+def shown(name):
+    return untrusted.line(name, 200)

@@ -1,0 +1,115 @@
+"""batch --roster: submissions named as Canvas's and Gradescope's downloads name them are matched to the roster's
+students, gradebook.csv carries the roster's ids (Canvas's import columns), and report.md lists the submissions
+matching no student and the students with none."""
+import csv
+import io
+
+import pytest
+
+from autograder.instructor import roster
+from autograder.parts import spec
+from tests.graderkit import make_grader_copy, make_submission, report_of, run_cli
+from tests.test_locator import _pack
+
+COURSE = '[assignment]\ntitle = "RNN"\nsections = ["1"]\n'
+TOTAL = sum(p.points for p in spec.PARTS if p.number.startswith("1."))
+
+CANVAS = ("Student,ID,SIS User ID,SIS Login ID,Section,RNN (777),Quiz 1 (778)\n"
+          "    Points Possible,,,,,9,10\n"
+          '"Doe, Jane",1001,S01,jdoe,Sec A,,8\n'
+          '"Roe, John",1002,S02,jroe,Sec A,,7\n'
+          '"Lee, Ann",1003,S03,alee,Sec B,,9\n')
+GRADESCOPE = ("First Name,Last Name,SID,Email,Role,Sections\n"
+              "Jane,Doe,S01,jdoe@uni.edu,Student,A\n"
+              "Ann,Lee,S03,alee@uni.edu,Student,B\n"
+              "Tom,Tutor,,tt@uni.edu,TA,\n")
+METADATA = """submission_111:
+  :submitters:
+  - :name: Jane Doe
+    :sid: 'S01'
+    :email: jdoe@uni.edu
+  :created_at: 2026-11-20 10:00:00.000000000 -08:00
+submission_222:
+  :submitters:
+  - :name: Someone Else
+    :sid: 'S99'
+    :email: other@uni.edu
+"""
+
+
+def _table(text):
+    return list(csv.reader(io.StringIO(text)))
+
+
+def test_canvas_names_match_the_roster_by_user_id_late_or_not(tmp_path):
+    path = tmp_path / "roster.csv"
+    path.write_text(CANVAS)
+    the_roster = roster.read(str(path))
+    assert the_roster.kind == "canvas" and [s.name for s in the_roster.students] == ["Doe, Jane", "Roe, John", "Lee, Ann"]
+    names = ["doejane_1001_5001_handin.tar", "roejohn_LATE_1002_5002_hw3.zip", "roejohn_LATE_1002_4999_old.zip",
+             "stranger_9999_5003_x.tar", "alee"]
+    matching = roster.match(names, the_roster, str(tmp_path))
+    assert matching.graded == {0: names[0], 1: names[1], 2: "alee"}
+    assert matching.superseded == [(names[2], "Roe, John")] and matching.unmatched == [names[3]]
+    assert matching.without == []
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    root = tmp_path_factory.mktemp("roster")
+    grader = make_grader_copy(root / "grader", COURSE)
+    solution = make_submission(root / "solution")
+    wrong = make_submission(root / "wrong", [("nn/rnn_cell.py", "np.tanh(", "np.sin(")])
+    canvas = root / "canvas"
+    canvas.mkdir()
+    _pack(solution, canvas / "doejane_1001_5001_handin.tar")
+    _pack(wrong, canvas / "roejohn_LATE_1002_5002_handin.tar")
+    _pack(solution, canvas / "stranger_9999_5003_handin.tar")
+    (root / "canvas.csv").write_text(CANVAS)
+    proc = run_cli(["batch", str(canvas), "--roster", str(root / "canvas.csv"), "--jobs", "2"], cwd=grader,
+                   timeout=600)
+    gradescope = root / "gs"
+    make_submission(gradescope / "submission_111")
+    make_submission(gradescope / "submission_222")
+    (gradescope / "submission_metadata.yml").write_text(METADATA)
+    (root / "gs.csv").write_text(GRADESCOPE)
+    proc_gs = run_cli(["batch", str(gradescope), "--roster", str(root / "gs.csv"), "--jobs", "2"], cwd=grader,
+                      timeout=600)
+    return canvas, proc, gradescope, proc_gs
+
+
+def test_the_gradebook_carries_canvas_s_ids_in_its_import_columns(graded):
+    canvas, proc, _, _ = graded
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    table = _table((report_of(canvas) / "gradebook.csv").read_text())
+    assert table[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "RNN (777)"]
+    assert table[1] == ["    Points Possible", "", "", "", "", f"{TOTAL:g}"]
+    rows = {r[0]: r for r in table[2:]}
+    assert rows["Doe, Jane"] == ["Doe, Jane", "1001", "S01", "jdoe", "Sec A", f"{TOTAL:g}"]
+    assert rows["Roe, John"][:5] == ["Roe, John", "1002", "S02", "jroe", "Sec A"]
+    assert 0 <= float(rows["Roe, John"][5]) < TOTAL
+    assert rows["Lee, Ann"] == ["Lee, Ann", "1003", "S03", "alee", "Sec B", ""]
+    assert len(table) == 5                                    # the stranger is not a student of the roster
+    report = (report_of(canvas) / "report.md").read_text()
+    unmatched = report.split("### Submissions that match no student")[1].split("###")[0]
+    without = report.split("### Students with no submission")[1].split("###")[0]
+    assert "stranger" in unmatched and "doejane" not in unmatched
+    assert "Lee\\, Ann" in without and "Doe" not in without
+    assert "2 of 3 students matched; 1 submission matching no student, 1 student with none" in proc.stdout
+
+
+def test_a_gradescope_export_is_matched_through_its_metadata(graded):
+    _, _, gradescope, proc = graded
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    table = _table((report_of(gradescope) / "gradebook.csv").read_text())
+    assert table == [["Name", "SID", "Email", "Sections", "RNN"], ["Jane Doe", "S01", "jdoe@uni.edu", "A", f"{TOTAL:g}"],
+                     ["Ann Lee", "S03", "alee@uni.edu", "B", ""]]
+    report = (report_of(gradescope) / "report.md").read_text()
+    assert "submission\\_222" in report.split("### Submissions that match no student")[1].split("###")[0]
+
+
+def test_a_roster_of_neither_kind_is_refused_before_grading(tmp_path):
+    (tmp_path / "subs" / "a").mkdir(parents=True)
+    (tmp_path / "r.csv").write_text("name,score\nx,1\n")
+    proc = run_cli(["batch", str(tmp_path / "subs"), "--roster", str(tmp_path / "r.csv")])
+    assert proc.returncode == 2 and "neither Canvas's gradebook export" in proc.stderr
