@@ -41,7 +41,7 @@ import time
 
 from autograder import cli, grade
 from autograder.diagnosis import report
-from autograder.instructor import class_report, roster, submissions
+from autograder.instructor import class_report, roster, similarity, submissions
 from autograder.parts import course as courses
 from autograder.sandbox import fairness, identities, interpreter, isolation, reaper, runner, tree, untrusted, zygote
 
@@ -196,7 +196,7 @@ def reclaim(copy):
     os.chmod(folder, 0o700)
 
 
-def prepare(folder, names, staging, interrupt=()):
+def prepare(folder, names, staging, interrupt=(), base=None):
     """Every submission of ``names`` located, unpacked and copied into ``staging`` before any student code runs:
     {name: (Located, the graded copy of its package, or the error that refused it, or None)}. Each
     submission's folder there may be passed through by others (to reach its own copy, once lent) but not read;
@@ -210,6 +210,8 @@ def prepare(folder, names, staging, interrupt=()):
         os.chmod(where, 0o711)
         located = submissions.locate(folder, name, os.path.join(where, "unpacked"))
         copy = stage(located.package, os.path.join(where, "graded")) if located.package is not None else None
+        if base is not None and copy is not None and not isinstance(copy, Exception):
+            located.similarity = similarity.summary(copy, base)          # read before any student code runs
         prepared[name] = (located, copy)
     return prepared
 
@@ -257,7 +259,8 @@ def record(feedback, the_course, located, results, reason, seconds, key, fresh_s
     detail = submissions.without_paths(detail)            # the reason column: never where the grader staged it
     payload = report.gradescope(results, seconds, the_course.gradescope, extra={
         "submission": untrusted.line(located.name, 1000), "form": located.form, "problem": problem,
-        "problem_detail": detail,
+        "problem_detail": detail, "mistakes": class_report.mistakes_of(results),
+        "similarity": getattr(located, "similarity", None),
         "grader_key": key, "seed": fresh_seed if fresh_seed is not None else the_course.seed})
     text = class_report.feedback_text(results, fresh_seed, reason)
     try:
@@ -363,6 +366,17 @@ class Interrupt:
         signal.signal(signal.SIGINT, self.previous)
 
 
+def similarity_base(solution, the_course):
+    """What the class report compares submissions with (``similarity.base``): the solution given with
+    --solution, else the instructor's checkout beside this grader; None when neither holds one."""
+    for place in (solution, grade.instructor_checkout()):
+        if place and os.path.isfile(os.path.join(place, "mytorch", "__init__.py")):
+            found = similarity.base(os.path.abspath(place), the_course.sections)
+            if found.files:
+                return found
+    return None
+
+
 def default_report(folder):
     """Where a batch of ``folder`` leaves its report when --out is not given: beside it, ``DIR-grading``."""
     return os.path.join(os.path.dirname(folder), os.path.basename(folder) + "-grading")
@@ -374,7 +388,7 @@ def _short(name, width):
     return shown if len(shown) <= width else shown[:width - 1] + "…"
 
 
-REPORT_FILES = {"scores.csv", "gradebook.csv", "report.md", "totals.svg", STATE}
+REPORT_FILES = {"scores.csv", "gradebook.csv", "mistakes.csv", "report.md", "totals.svg", STATE}
 
 
 def not_a_report(path):
@@ -472,6 +486,7 @@ def _batch(parser, args, interrupt):
     if fresh_seed is None:
         print(stored_cases_note(), file=sys.stderr)
     at_once = jobs if users is None else min(jobs, len(users.users))    # never two submissions per user
+    base = similarity_base(args.solution, the_course)
     key = class_report.grader_key(the_course, fresh_seed)
     try:
         earlier = json.loads(folder_out.read(STATE))
@@ -505,7 +520,7 @@ def _batch(parser, args, interrupt):
         loaded = grade.references(parts, fresh_seed, solution, args.timeout, args.memory, jobs, python) if todo else None
         staging = staging_folder()
         os.chmod(staging, 0o711)                          # others may pass through, to their own copy alone
-        prepared = prepare(folder, [] if interrupt else todo, staging, interrupt)   # all before any student code
+        prepared = prepare(folder, [] if interrupt else todo, staging, interrupt, base)   # before any student code
         options = dict(timeout=args.timeout, memory_mb=args.memory, jobs=parts_at_once(jobs, at_once),
                        python=python, loaded=loaded, template=template, gate=fairness.Gate())
 
@@ -540,7 +555,8 @@ def _batch(parser, args, interrupt):
         print(f"interrupted after {len(payloads)} of {len(names)}; run the same command to continue",
               file=sys.stderr, flush=True)
         return 130
-    class_rows = class_report.write_class(folder_out, names, payloads, the_course, the_roster, matching)
+    class_rows = class_report.write_class(folder_out, names, payloads, the_course, the_roster, matching,
+                                          compared=base is not None)
     if args.csv:
         with open(args.csv, "wb") as f:
             f.write(folder_out.read("scores.csv"))
@@ -554,7 +570,9 @@ def _batch(parser, args, interrupt):
           f"  the class  {os.path.join(report_dir, 'report.md')} (its histogram: totals.svg)\n"
           f"  gradebook  {os.path.join(report_dir, 'gradebook.csv')} " + (
               "(Canvas's gradebook import)" if the_roster is None or the_roster.kind == "canvas" else
-              "(the roster's students and ids)"))
+              "(the roster's students and ids)") +
+          f"\n  mistakes   {os.path.join(report_dir, 'mistakes.csv')} (each submission's hints and first wrong "
+          "quantities, per part)")
     if matching is not None:
         print(f"  roster     {len(matching.graded)} of {len(the_roster.students)} students matched; "
               f"{_count(len(matching.unmatched), 'submission')} matching no student, "

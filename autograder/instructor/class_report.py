@@ -5,10 +5,15 @@
                                 handed in, what went wrong, and which grader and seed graded it (for resuming)
     scores.csv                  one row per submission: how it was handed in, each part, the total, the problem
     gradebook.csv               the totals as Canvas's gradebook import reads them (Student, ID, SIS User ID,
-                                SIS Login ID, Section, then the assignment with its "Points Possible" row)
+                                SIS Login ID, Section, then the assignment with its "Points Possible" row); with
+                                a roster, one row per student of it, with its ids (``roster``)
+    mistakes.csv                one row per submission, a column per mistake of the class (a part's hint, or
+                                the first wrong quantity its diagnosis named): 1 where the submission made it
     report.md                   per part the mean, median and full-marks rate; each hint with how many
                                 students got it; the submissions that crashed, timed out or were not gradable;
-                                the histogram of totals
+                                the histogram of totals; the similarity section (``similarity``: identical to
+                                the solution or the untouched handout, near-identical pairs and clusters); the
+                                roster's unmatched submissions and students with none
     totals.svg                  that histogram (drawn as SVG text: no plotting library is loaded as root)
 
 Every file is written atomically by the grader (never by student code), the feedback as each submission is
@@ -29,6 +34,7 @@ import statistics
 from autograder import PACKAGES
 from autograder.diagnosis import report
 from autograder.instructor import roster as rosters
+from autograder.instructor import similarity
 from autograder.sandbox import untrusted
 
 FEEDBACK = "feedback"
@@ -72,6 +78,21 @@ def problem_of(results, reason=""):
             line = raised.group(2) if raised else (r.output.splitlines() or [""])[0]
             return "crashed", f"part {r.part.number}: {line[:200]}"
     return "", ""
+
+
+FIRST_WRONG = re.compile(r"^\s*Where (?:case \d+ first goes|your values first go) wrong: `([^`\n]{1,80})`", re.M)
+
+
+def mistakes_of(results):
+    """{part: {"hints": the hints that fired, "wrong": the first wrong quantity the diagnosis named, or ''}} of the
+    parts that lost points (what mistakes.csv is made of)."""
+    out = {}
+    for r in results:
+        if r.passed or r.status == "not implemented":
+            continue
+        found = FIRST_WRONG.search(r.output)
+        out[r.part.number] = {"hints": list(r.hints), "wrong": found.group(1) if found else ""}
+    return out
 
 
 def feedback_text(results, fresh_seed=None, reason=""):
@@ -185,7 +206,9 @@ def rows(names, payloads, parts):
         scores = {t["number"]: t["score"] for t in payload["tests"]}
         out.append({"name": name, "form": extra.get("form", ""), "scores": [scores.get(p.number, 0.0) for p in parts],
                     "total": payload["score"], "problem": extra.get("problem", ""),
-                    "detail": extra.get("problem_detail", ""), "hints": sorted(extra.get("hints", {}))})
+                    "detail": extra.get("problem_detail", ""), "hints": sorted(extra.get("hints", {})),
+                    "mistakes": extra.get("mistakes") if isinstance(extra.get("mistakes"), dict) else {},
+                    "similarity": extra.get("similarity")})
     return out
 
 
@@ -228,6 +251,54 @@ def gradebook_csv(class_rows, course):
              ["    Points Possible", "", "", "", "", f"{course.total:g}"]]
     table += [[r["name"], "", "", r["name"], "", f"{r['total']:g}"] for r in class_rows]
     return _csv(table)
+
+
+def mistake_columns(class_rows, parts):
+    """The columns of mistakes.csv: one per (part, mistake) that fired in the class, in part order, then by how
+    many made it; a mistake is a hint or a first wrong quantity ('first wrong: q')."""
+    counts = {}
+    for r in class_rows:
+        for number, found in r["mistakes"].items():
+            for mistake in found.get("hints", []) + ([f"first wrong: {found['wrong']}"] if found.get("wrong") else []):
+                counts[(number, mistake)] = counts.get((number, mistake), 0) + 1
+    order = {p.number: k for k, p in enumerate(parts)}
+    return sorted(counts, key=lambda c: (order.get(c[0], len(order)), -counts[c], c[1]))
+
+
+def mistakes_csv(class_rows, parts):
+    """One row per submission: its total, then a column per mistake of the class (``mistake_columns``) holding 1
+    where this submission made it."""
+    columns = mistake_columns(class_rows, parts)
+    header = ["submission", "total"] + [f"{number} {mistake}" for number, mistake in columns]
+    table = [header]
+    for r in class_rows:
+        made = {(n, m) for n, found in r["mistakes"].items() for m in found.get("hints", []) +
+                ([f"first wrong: {found['wrong']}"] if found.get("wrong") else [])}
+        table.append([r["name"], f"{r['total']:g}"] + ["1" if c in made else "" for c in columns])
+    return _csv(table)
+
+
+def similarity_md(class_rows, compared):
+    """report.md's section on copying (``similarity``)."""
+    lines = ["", "## Similarity", ""]
+    if not compared:
+        return lines + ["Not compared: no solution to compare with (give --solution DIR, the instructor's "
+                        "checkout)."]
+    summaries = {r["name"]: r["similarity"] for r in class_rows if isinstance(r["similarity"], dict)}
+    found = similarity.compare(summaries)
+    lines += [f"Compared the code {len(summaries)} submissions wrote themselves (the provided code left out; "
+              "names, spacing and comments do not count).", ""]
+    for title, names in (("Identical to the solution", found.solution),
+                         ("The untouched handout (no code of their own)", found.handout)):
+        lines += [f"- {title}: " + (", ".join(_md_cell(n) for n in names) if names else "none") + "."]
+    lines += ["- Near-identical to the solution (share of its own code found in the solution): " + (
+        ", ".join(f"{_md_cell(n)} {share:.0%}" for n, share in found.near_solution) or "none") + "."]
+    lines += ["", "### Near-identical pairs (share of the smaller one's own code in common)", ""]
+    lines += [f"- {_md_cell(a)} and {_md_cell(b)}: {share:.0%}" for a, b, share in found.pairs] or ["None."]
+    if found.clusters:
+        lines += ["", "### Clusters", ""] + [f"- {len(c)} submissions: " + ", ".join(_md_cell(n) for n in c)
+                                            for c in found.clusters]
+    return lines
 
 
 def part_statistics(class_rows, parts):
@@ -336,7 +407,7 @@ def roster_md(roster, matching):
     return lines[:-1]
 
 
-def report_md(class_rows, parts, course, roster=None, matching=None):
+def report_md(class_rows, parts, course, roster=None, matching=None, compared=False):
     n = len(class_rows)
     totals = [r["total"] for r in class_rows]
     lines = [f"# {course.title}: class report", "",
@@ -358,12 +429,13 @@ def report_md(class_rows, parts, course, roster=None, matching=None):
         lines += [f"| {_md_cell(r['name'])} | {r['problem']} | {_md_cell(r['detail'])} |" for r in problems]
     else:
         lines.append("None.")
+    lines += similarity_md(class_rows, compared)
     if roster is not None:
         lines += roster_md(roster, matching)
     return "\n".join(lines) + "\n"
 
 
-def write_class(folder, names, payloads, course, roster=None, matching=None):
+def write_class(folder, names, payloads, course, roster=None, matching=None, compared=False):
     """scores.csv, gradebook.csv, report.md and totals.svg in ``folder`` (a ``Folder``) for the submissions
     ``names`` (in that order); with a ``roster`` (and its ``matching``), the gradebook is the roster's. Returns the
     rows."""
@@ -377,5 +449,6 @@ def write_class(folder, names, payloads, course, roster=None, matching=None):
         folder.write("gradebook.csv", _csv(rosters.gradebook(roster, matching, totals, course.title, course.total)))
     if class_rows:
         folder.write("totals.svg", histogram_svg([r["total"] for r in class_rows], course.total))
-    folder.write("report.md", report_md(class_rows, parts, course, roster, matching))
+    folder.write("mistakes.csv", mistakes_csv(class_rows, parts))
+    folder.write("report.md", report_md(class_rows, parts, course, roster, matching, compared))
     return class_rows

@@ -37,6 +37,7 @@ class Located:
     package: str = None          # the mytorch folder to grade; None: not gradable
     form: str = ""               # how it was handed in: mytorch/, handin/mytorch/, handin.tar, ...
     reason: str = ""             # why it is not gradable
+    similarity: dict = None      # what the class report compares (``similarity.summary``), when it does
 
 
 def _kind(path):
