@@ -17,6 +17,8 @@ One file states it, ``course.toml`` at the repository root (TOML)::
     output_format = "md"                # md | ansi | text | simple_format | html
     [gradescope.part_visibility]        # optional, per part or section
     "8" = "after_due_date"
+    [grading]
+    bptt_on_reference_cells = false     # true: section 6 runs the student's layers on the solution's cells
 
 ``load_course(path)`` reads it (no file: today's assignment, every section at spec.py's points, on the seed
 the reference data was drawn from). A built
@@ -44,7 +46,8 @@ VISIBILITIES = ("visible", "after_due_date", "after_published", "hidden")
 OUTPUT_FORMATS = ("md", "ansi", "text", "simple_format", "html")
 LEFT_OUT = ("working", "removed")
 KEYS = {"assignment": {"title", "sections", "seed", "points", "left_out"}, "handout": {"release_solutions"},
-        "gradescope": {"fresh_seed", "visibility", "output_format", "part_visibility"}}
+        "gradescope": {"fresh_seed", "visibility", "output_format", "part_visibility"},
+        "grading": {"bptt_on_reference_cells"}}
 
 
 class CourseError(ValueError):
@@ -72,6 +75,7 @@ class Course:
     points: dict = dataclasses.field(default_factory=dict)     # part id -> points, every chosen part
     release_solutions: bool = False
     gradescope: Gradescope = Gradescope()
+    bptt_on_reference_cells: bool = False                      # section 6 graded with the solution's cells
     path: str = None                                           # the file read, None for the defaults
     left_out: str = "working"                                  # the code of sections left out: LEFT_OUT
     dropped: tuple = ()                                        # parts of chosen sections given 0 points
@@ -118,6 +122,8 @@ class Course:
         if self.gradescope.part_visibility:
             lines += ["", "[gradescope.part_visibility]"] + [f"{q(k)} = {q(v)}" for k, v in
                                                              self.gradescope.part_visibility]
+        if self.bptt_on_reference_cells:
+            lines += ["", "[grading]", "bptt_on_reference_cells = true"]
         return "\n".join(lines) + "\n"
 
 
@@ -251,9 +257,12 @@ def parse(table, path):
             raise CourseError(f"{name}: [gradescope.part_visibility]: {key!r} is not a part or section of this "
                               f"course ({', '.join(points)})")
         _visibility(name, f"[gradescope.part_visibility] {key!r}", value)
+    on_reference = table.get("grading", {}).get("bptt_on_reference_cells", False)
+    if not isinstance(on_reference, bool):
+        raise CourseError(f"{name}: [grading] bptt_on_reference_cells must be true or false")
     return Course(title=title, sections=sections, seed=seed, points=points, release_solutions=release,
-                  gradescope=Gradescope(fresh, visibility, output_format, tuple(per_part.items())), path=path,
-                  left_out=left_out, dropped=dropped)
+                  gradescope=Gradescope(fresh, visibility, output_format, tuple(per_part.items())),
+                  bptt_on_reference_cells=on_reference, path=path, left_out=left_out, dropped=dropped)
 
 
 def _visibility(name, where, value):
