@@ -433,6 +433,10 @@ def _grade_checked(parser, args, the_course, parts, root, user, python, python_c
     notes = list(args.instructor_note)
     if fresh_seed is not None:
         notes.append(f"graded on fresh cases from seed {fresh_seed}")
+    cells, cells_note = grade.reference_cells(the_course, parts, user is not None, args.solution)
+    if cells_note:
+        notes.append(cells_note)
+        print(f"note: {cells_note}", file=sys.stderr)
 
     def results_file(results, seconds):
         settings = the_course.gradescope
@@ -457,7 +461,8 @@ def _grade_checked(parser, args, the_course, parts, root, user, python, python_c
             results = grade.grade(root, parts, timeout=args.timeout, memory_mb=args.memory, verbose=args.verbose,
                                   fresh_seed=fresh_seed, solution=solution, jobs=args.jobs, user=user,
                                   python=python, progress=progress, worker=worker,
-                                  ready=lambda: ready_for(user, python_checked), loaded=loaded and loaded.result)
+                                  ready=lambda: ready_for(user, python_checked), loaded=loaded and loaded.result,
+                                  reference_cells=cells)
         progress.finish()
         if fresh_seed is not None:
             console.print(f"Graded on fresh cases from seed {fresh_seed}.")

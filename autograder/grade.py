@@ -7,11 +7,13 @@ each part's inputs to a child that imports the submission, and judges the plain 
 import concurrent.futures
 import dataclasses
 import os
+import shutil
+import tempfile
 import time
 
 from autograder.diagnosis import feedback, matching
 from autograder.parts import course, data, spec
-from autograder.sandbox import cgroups, fairness, runner, untrusted, zygote
+from autograder.sandbox import cgroups, fairness, isolation, runner, tree, untrusted, zygote
 
 PART_OUTPUT_LIMIT = 16000        # characters of one part's message: the results file stays well under 1 MB
 
@@ -120,9 +122,51 @@ def instructor_checkout():
     return os.path.dirname(here) if os.path.isfile(os.path.join(here, "instructor", "generate.py")) else None
 
 
+# the files of the cells section 6's layers run (the course switch ``bptt_on_reference_cells``)
+CELL_FILES = ("rnn_cell.py", "gru_cell.py", "gru_block_cell.py", "gmu_cell.py", "tgru_cell.py")
+ON_REFERENCE_CELLS = ("Graded with the reference cells (the course's bptt_on_reference_cells): only your sequence "
+                      "layer counts in this part; your cells are graded in their own sections.")
+
+
+def reference_cells(the_course, parts, sandboxed, solution=None):
+    """(the folder holding the solution whose cells section 6 is graded on, or None; a note for the course staff,
+    or ''). The switch applies only where student code already runs with the grader's privileges (no sandbox
+    user: ``sandboxed`` False), which can read the solution anyway: a sandbox user is never handed the
+    solution's cells (a part's child could read them and print them into its feedback)."""
+    if not the_course.bptt_on_reference_cells or not any(p.number.split(".")[0] == "6" for p in parts):
+        return None, ""
+    if sandboxed:
+        return None, ("bptt_on_reference_cells is not applied: student code runs as a sandbox user, who is never "
+                      "handed the solution's cells; section 6 was graded on each submission's own cells")
+    place = solution or instructor_checkout()
+    if place is None or not all(os.path.isfile(os.path.join(place, "mytorch", "nn", f)) for f in CELL_FILES):
+        return None, ("bptt_on_reference_cells is not applied: no solution beside this grader (give --solution "
+                      "DIR); section 6 was graded on the submission's own cells")
+    return os.path.abspath(place), ""
+
+
+def with_reference_cells(root, solution):
+    """A folder of the grader's holding a copy of ``root``'s mytorch with the solution's cell files in place of
+    the submission's (its sequence layer and everything else are its own)."""
+    folder = tempfile.mkdtemp(prefix="mytorch-reference-cells-")
+    try:
+        isolation.private_copy(os.path.join(root, "mytorch"), os.path.join(folder, "mytorch"))
+        os.makedirs(os.path.join(folder, "mytorch", "nn"), exist_ok=True)
+        for name in CELL_FILES:
+            target = os.path.join(folder, "mytorch", "nn", name)
+            if os.path.lexists(target):
+                os.unlink(target)
+            shutil.copyfile(os.path.join(solution, "mytorch", "nn", name), target)
+        os.chmod(folder, 0o755)
+    except BaseException:
+        tree.remove(folder)
+        raise
+    return folder
+
+
 def grade(root, parts=None, timeout=20.0, memory_mb=1024, verbose=False, fresh_seed=None, solution=None,
           jobs=None, user=None, python=None, loaded=None, progress=None, worker=None, template=None, gate=None,
-          ready=None):
+          ready=None, reference_cells=None):
     """Grade the ``mytorch`` in ``root`` on ``parts`` (default: the course's). Returns a list of ``PartResult``.
 
     Every reference is loaded and verified (or computed by the solution) before any student code runs, so
@@ -138,13 +182,26 @@ def grade(root, parts=None, timeout=20.0, memory_mb=1024, verbose=False, fresh_s
     once the others are done, one at a time, alone through ``gate`` (a ``fairness.Gate``: batch shares one
     between its submissions), for at most ``fairness.ALONE_LIMITS`` part limits in all. ``ready``: called (in
     another thread, while the references load) before anything runs as ``user``; what it raises ends the
-    grade (``cli``'s checks of the Pythons, still under way when the grade starts).
+    grade (``cli``'s checks of the Pythons, still under way when the grade starts). ``reference_cells``: the
+    solution folder whose cells section 6's parts run on (``reference_cells``), never given with a ``user``.
     """
     parts = list(parts or course.load_course().parts())
     jobs = jobs or default_jobs()
     gate = gate or fairness.Gate()
     if worker is None and zygote.enabled():
         worker = zygote.Zygote(python, template=template)           # imports NumPy while the references load
+    overlay = overlay_code = None
+    if reference_cells is not None and user is None and any(p.number.split(".")[0] == "6" for p in parts):
+        try:
+            overlay = with_reference_cells(root, reference_cells)
+        except (OSError, isolation.CopyError):
+            overlay = None                                # its parts then run on the submission's own cells
+
+    def place(part, code):
+        """(the root and bytecode a part runs on): section 6 on the reference cells where asked."""
+        if overlay is not None and part.number.split(".")[0] == "6":
+            return overlay, overlay_code
+        return root, code
     try:
         with gate.shared():
             def compile_when_ready():
@@ -160,11 +217,14 @@ def grade(root, parts=None, timeout=20.0, memory_mb=1024, verbose=False, fresh_s
                 elif callable(loaded):
                     loaded = loaded()
                 bytecode = compiling.result()                                       # compiled once, not per part
+            if overlay is not None:
+                overlay_code = runner.compiled(overlay, timeout, memory_mb, user, worker)
             budget = matching.Budget()                    # the grading process's time on this one's diagnoses
 
             def graded(part, part_data):
-                result = grade_part(part, part_data, root, timeout, memory_mb, verbose, user, python, worker,
-                                    bytecode, budget)
+                where, code = place(part, bytecode)
+                result = grade_part(part, part_data, where, timeout, memory_mb, verbose, user, python, worker,
+                                    code, budget)
                 if progress is not None and not (result.starved or result.fault):
                     progress(result)
                 return result
@@ -176,8 +236,9 @@ def grade(root, parts=None, timeout=20.0, memory_mb=1024, verbose=False, fresh_s
             if (result.starved or result.fault) and alone < timeout * fairness.ALONE_LIMITS:
                 with gate.alone():
                     start = time.monotonic()
-                    results[k] = grade_part(result.part, part_data, root, timeout, memory_mb, verbose, user,
-                                            python, worker, bytecode, budget)
+                    where, code = place(result.part, bytecode)
+                    results[k] = grade_part(result.part, part_data, where, timeout, memory_mb, verbose, user,
+                                            python, worker, code, budget)
                     alone += time.monotonic() - start
                 results[k].alone = True
                 results[k].why_alone = "timed out starved of CPU" if result.starved else "the grader failed on it"
@@ -187,6 +248,12 @@ def grade(root, parts=None, timeout=20.0, memory_mb=1024, verbose=False, fresh_s
         if worker is not None:
             worker.close()
         cgroups.wait_removed()                         # every group removed in the background so far is gone
+        if overlay is not None:
+            tree.remove(overlay)
+    if overlay is not None:
+        for r in results:
+            if r.part.number.split(".")[0] == "6":
+                r.output = f"{ON_REFERENCE_CELLS}\n{r.output}" if r.output else ON_REFERENCE_CELLS
     by_number = {r.part.number: r for r in results}
     for r in results:                                          # a backward builds on its forward
         if r.part.kind == "backward" and not r.passed:

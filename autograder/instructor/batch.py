@@ -487,6 +487,9 @@ def _batch(parser, args, interrupt):
         print(stored_cases_note(), file=sys.stderr)
     at_once = jobs if users is None else min(jobs, len(users.users))    # never two submissions per user
     base = similarity_base(args.solution, the_course)
+    cells, cells_note = grade.reference_cells(the_course, parts, users is not None, args.solution)
+    if cells_note:
+        print(f"note: {cells_note}", file=sys.stderr)
     key = class_report.grader_key(the_course, fresh_seed)
     try:
         earlier = json.loads(folder_out.read(STATE))
@@ -522,7 +525,7 @@ def _batch(parser, args, interrupt):
         os.chmod(staging, 0o711)                          # others may pass through, to their own copy alone
         prepared = prepare(folder, [] if interrupt else todo, staging, interrupt, base)   # before any student code
         options = dict(timeout=args.timeout, memory_mb=args.memory, jobs=parts_at_once(jobs, at_once),
-                       python=python, loaded=loaded, template=template, gate=fairness.Gate())
+                       python=python, loaded=loaded, template=template, gate=fairness.Gate(), reference_cells=cells)
 
         def one(name):
             if interrupt or name not in prepared:
