@@ -501,6 +501,8 @@ def _batch(parser, args, interrupt):
         feedback.close()
         folder_out.close()
         aside = set_aside(report_dir)
+        if users is not None:                             # other students' feedback: no sandbox user reads it
+            os.chmod(aside, 0o700)
         folder_out = class_report.Folder(report_dir)
         feedback = folder_out.sub(class_report.FEEDBACK)
         print(f"Grading every submission again: {why}. The earlier report is kept in {aside}")
