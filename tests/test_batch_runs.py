@@ -98,3 +98,14 @@ def test_no_reason_names_a_temporary_or_staging_path(tmp_path):
         for place in {tempfile.gettempdir(), os.path.realpath(tempfile.gettempdir()), str(tmp_path)}:
             assert place + "/" not in text, text
         assert "mytorch-batch-" not in text and "graded/mytorch" not in text, text
+
+
+def test_a_regrade_names_every_change_of_the_course():
+    from autograder.instructor import batch
+    from autograder.parts import course
+    before = course.parse({"assignment": {"sections": ["1", "2"]}}, None)
+    now = course.parse({"assignment": {"sections": ["1", "6"], "points": {"1.1": 10}, "seed": 5},
+                        "grading": {"bptt_on_reference_cells": True}}, None)
+    assert batch.course_changes(before, now) == ("sections 1, 6 (were 1, 2); part 1.1 is worth 10 points (was 4); "
+                                                 "the reference seed is 5 (was 11785); bptt_on_reference_cells is true")
+    assert batch.course_changes(before, batch._course_of(before.to_toml())) == ""

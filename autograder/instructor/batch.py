@@ -3,12 +3,14 @@
     python -m autograder batch DIR [--out REPORT] [--regrade] [--roster ROSTER.csv] [--run-as USER[,USER...]|'PREFIX*']
                                    [--python PATH] [--jobs N] [--csv PATH] [--timeout S] [--fresh-seed [SEED]]
 
-Every sub-folder of DIR is one submission (named by the folder), whatever it holds (``submissions``: a
-``mytorch`` package, one level down, or an archive; anything else is a row with 0 and the reason); so is an
-archive at DIR's top. It prints how many it found and how many rows it wrote: the same number. REPORT
-(default ``DIR-grading/``, beside DIR) receives each submission's feedback as it is graded, then the class's
-tables and report (``class_report``). Started again after an interruption it grades only what has no feedback
-from the same grader and seed yet (``--regrade``: all of it). REPORT is never inside DIR: every folder there
+Every sub-folder of DIR is one submission (named by the folder), whatever it holds (``submissions``, the locator
+every mode shares: the one ``mytorch`` package at any depth, or the one in its archives; anything else is a row
+with 0 and the reason); so is an archive at DIR's top. It prints how many it found and how many rows it wrote:
+the same number. REPORT (default ``DIR-grading/``, beside DIR) receives each submission's feedback as it is
+graded, then the class's tables and report (``class_report``; with ``--roster``, the gradebook is the roster's:
+``roster``). Ctrl-C stops it cleanly (``Interrupt``): started again, it grades only what has no feedback from
+the same grader, course and seed yet; when one of those changed, or with ``--regrade``, it says why and moves
+the earlier report aside first (``regrade_reason``, ``set_aside``). REPORT is never inside DIR: every folder there
 is a submission, and one a student named like the report, shaped like one (feedback claiming full marks, a
 seed they chose), is graded like any other instead of being read as the grader's own. One seed is drawn for
 the whole batch (and kept for a resumed run), so every submission is graded on the same cases.
@@ -291,6 +293,8 @@ def course_changes(before, now):
         said.append(f"the reference seed is {now.seed} (was {before.seed})")
     if before.title != now.title:
         said.append(f"the title is {now.title!r} (was {before.title!r})")
+    if before.bptt_on_reference_cells != now.bptt_on_reference_cells:
+        said.append(f"bptt_on_reference_cells is {str(now.bptt_on_reference_cells).lower()}")
     if not said and before.to_toml() != now.to_toml():
         said.append("its Gradescope settings")
     return "; ".join(said)
