@@ -89,6 +89,6 @@ def test_a_broken_upload_scores_zero_with_its_reason(bundle, tmp_path, upload):
     report, last = _tango(bundle, tmp_path, handin)
     assert all(v == 0 for v in last["scores"].values()) and last["scoreboard"] == [0]
     text = "\n".join(report)
-    reason = {"nothing": "no handin.tar was handed in", "not a tar": "handin.tar is damaged or not an archive",
+    reason = {"nothing": "no handin.tar was handed in", "not a tar": "handin.tar was not unpacked: it is neither a tar",
               "a tar with no mytorch": "handin.tar holds no mytorch package (the folder is empty)"}[upload]
     assert reason in text, text

@@ -99,6 +99,6 @@ def test_a_broken_upload_scores_zero_with_its_reason(question, tmp_path, upload)
             shutil.make_archive(str(folder / "handin"), "tar", str(tmp_path / "empty"))
     results = _grade(question, tmp_path, put)
     assert results["score"] == 0.0 and all(t["points"] == 0 for t in results["tests"])
-    assert {"not a tar": "handin.tar is damaged or not an archive", "a tar with no mytorch":
+    assert {"not a tar": "handin.tar was not unpacked: it is neither a tar", "a tar with no mytorch":
             "handin.tar holds no mytorch package (the folder is empty)"}.get(upload, "the folder is empty") in \
         results["message"], results["message"]
