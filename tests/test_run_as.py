@@ -1336,3 +1336,36 @@ def test_prairielearn_as_root_runs_student_code_as_its_user_who_can_read_no_solu
     assert oct(os.stat(references).st_mode & 0o777) == oct(0o700)             # root's alone, as on Gradescope
     assert not kit.processes_mentioning("/nonexistent", uid=user.pw_uid)
     shutil.rmtree(root, ignore_errors=True)
+
+
+def test_ctrl_c_leaves_no_sandbox_user_copy_or_process(sandbox_user):
+    """A real SIGINT to a batch grading as users it makes: it says how far it got, and its users, their
+    processes and the copies of the submissions are gone; the same command then finishes the class."""
+    _, python, home = sandbox_user
+    root = _world_readable_dir(os.path.join(home, "interrupted-"))
+    subs = os.path.join(root, "subs")
+    for k in range(6):
+        make_submission(os.path.join(subs, f"student{k}"))
+    temp = _world_readable_dir(os.path.join(root, "tmp-"))
+    grader = make_grader_copy(_world_readable_dir(os.path.join(root, "grader-")), TWO_SECTIONS)
+    prefix = "mti" + secrets.token_hex(3)
+    command = [sys.executable, "-m", "autograder", "batch", subs, "--run-as", prefix + "*", "--python", python,
+               "--jobs", "2"]
+    env = dict(os.environ, PYTHONPATH="", TMPDIR=temp)
+    proc = subprocess.Popen(command, cwd=grader, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    err = []
+    for line in proc.stderr:
+        err.append(line)
+        if line.startswith("graded 1/"):
+            break
+    os.killpg(proc.pid, signal.SIGINT)                    # as a terminal's Ctrl-C: the whole process group
+    _, rest = proc.communicate(timeout=300)
+    err = "".join(err) + rest
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    assert re.search(r"interrupted after \d of 6; run the same command to continue", err), err
+    assert not [u.pw_name for u in pwd.getpwall() if u.pw_name.startswith(prefix)]
+    assert os.listdir(temp) == []
+    again = subprocess.run(command, cwd=grader, env=env, capture_output=True, text=True, timeout=900)
+    assert again.returncode == 0 and "6 submissions found, 6 rows written" in again.stdout, again.stderr
+    assert not [u.pw_name for u in pwd.getpwall() if u.pw_name.startswith(prefix)]
