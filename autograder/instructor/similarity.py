@@ -101,7 +101,8 @@ class Base:
     """The solution's files with regions in the course: their provided lines, and the solution's own code."""
     files: dict                  # path in mytorch -> provided lines (stripped of spacing)
     solution: list               # the solution's normalised tokens
-    common: set                  # its fingerprints
+    solution_prints: set         # the fingerprints of the solution's code
+    common: set                  # those and the provided code's
 
 
 def base(solution, sections):
@@ -117,7 +118,9 @@ def base(solution, sections):
                     rel = os.path.relpath(os.path.join(folder, name), top)
                     files[rel], inside_of[rel] = [line.strip() for line in provided], inside
     code = [t for rel in sorted(files) for t in tokens("\n".join(inside_of[rel])) + ["<file>"]]
-    return Base(files, code, fingerprints(code))
+    provided = [t for rel in sorted(files) for t in tokens("\n".join(files[rel])) + ["<file>"]]
+    # what matches the solution or the provided code (moved, or kept beside a student's own) is nobody's own
+    return Base(files, code, fingerprints(code), fingerprints(code) | fingerprints(provided))
 
 
 def own_code(package, the_base):
@@ -153,7 +156,7 @@ def summary(package, the_base):
     prints = fingerprints(code)
     return {"untouched": not written, "solution": bool(written) and written == [t for t in the_base.solution
                                                                                  if t != "<file>"],
-            "solution_share": round(len(prints & the_base.common) / len(prints), 4) if prints else 0.0,
+            "solution_share": round(len(prints & the_base.solution_prints) / len(prints), 4) if prints else 0.0,
             "fingerprints": sorted(prints - the_base.common)}
 
 
