@@ -561,8 +561,8 @@ def _batch(parser, args, interrupt):
         if staging is not None:
             tree.remove(staging)
     if interrupt:
-        print(f"interrupted after {len(payloads)} of {len(names)}; run the same command to continue",
-              file=sys.stderr, flush=True)
+        again = "run it again without --regrade" if args.regrade else "run the same command"
+        print(f"interrupted after {len(payloads)} of {len(names)}; {again} to continue", file=sys.stderr, flush=True)
         return 130
     class_rows = class_report.write_class(folder_out, names, payloads, the_course, the_roster, matching,
                                           compared=base is not None)
