@@ -46,8 +46,8 @@ def test_canvas_names_match_the_roster_by_user_id_late_or_not(tmp_path):
     path.write_text(CANVAS)
     the_roster = roster.read(str(path))
     assert the_roster.kind == "canvas" and [s.name for s in the_roster.students] == ["Doe, Jane", "Roe, John", "Lee, Ann"]
-    names = ["doejane_1001_5001_handin.tar", "roejohn_LATE_1002_5002_hw3.zip", "roejohn_LATE_1002_4999_old.zip",
-             "stranger_9999_5003_x.tar", "alee"]
+    names = ["doejane_1001_5001_handin.tar", "roejohn_LATE_1002_5002_hw3.zip", "xyz_LATE_1002_4999_old.zip",
+             "stranger_9999_5003_x.tar", "alee"]                  # (a login that is not the name: the id decides)
     matching = roster.match(names, the_roster, str(tmp_path))
     assert matching.graded == {0: names[0], 1: names[1], 2: "alee"}
     assert matching.superseded == [(names[2], "Roe, John")] and matching.unmatched == [names[3]]
@@ -65,6 +65,9 @@ def graded(tmp_path_factory):
     _pack(solution, canvas / "doejane_1001_5001_handin.tar")
     _pack(wrong, canvas / "roejohn_LATE_1002_5002_handin.tar")
     _pack(solution, canvas / "stranger_9999_5003_handin.tar")
+    (canvas / "leeann_1003_5004_notes.txt").write_text("I ran out of time")       # a file, no archive: hers
+    _pack(solution, canvas / "doejane_1001_5001_zhandin.tar")                     # one submission, two files:
+    (canvas / "doejane_1001_5001_zzreadme.txt").write_text("see the tar")         # the archive is graded
     (root / "canvas.csv").write_text(CANVAS)
     proc = run_cli(["batch", str(canvas), "--roster", str(root / "canvas.csv"), "--jobs", "2"], cwd=grader,
                    timeout=600)
@@ -88,14 +91,19 @@ def test_the_gradebook_carries_canvas_s_ids_in_its_import_columns(graded):
     assert rows["Doe, Jane"] == ["Doe, Jane", "1001", "S01", "jdoe", "Sec A", f"{TOTAL:g}"]
     assert rows["Roe, John"][:5] == ["Roe, John", "1002", "S02", "jroe", "Sec A"]
     assert 0 <= float(rows["Roe, John"][5]) < TOTAL
-    assert rows["Lee, Ann"] == ["Lee, Ann", "1003", "S03", "alee", "Sec B", ""]
+    assert rows["Lee, Ann"] == ["Lee, Ann", "1003", "S03", "alee", "Sec B", "0"]     # her file has a row: 0
     assert len(table) == 5                                    # the stranger is not a student of the roster
+    scores = {r[0]: r for r in _table((report_of(canvas) / "scores.csv").read_text())}
+    assert scores["leeann_1003_5004_notes.txt"][-2:] == ["ungradable", "a file that is not an archive (hand in "
+                                                                       "handin.tar, a zip or a folder)"]
     report = (report_of(canvas) / "report.md").read_text()
     unmatched = report.split("### Submissions that match no student")[1].split("###")[0]
     without = report.split("### Students with no submission")[1].split("###")[0]
     assert "stranger" in unmatched and "doejane" not in unmatched
-    assert "Lee\\, Ann" in without and "Doe" not in without
-    assert "2 of 3 students matched; 1 submission matching no student, 1 student with none" in proc.stdout
+    assert without.strip().endswith("(their grade left empty)\n\nNone.")
+    superseded = report.split("### Submissions superseded")[1]
+    assert "doejane\\_1001\\_5001\\_zzreadme" in superseded and "zhandin" not in superseded
+    assert "3 of 3 students matched; 1 submission matching no student, 0 students with none" in proc.stdout
 
 
 def test_a_gradescope_export_is_matched_through_its_metadata(graded):

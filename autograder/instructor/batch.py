@@ -467,6 +467,9 @@ def _batch(parser, args, interrupt):
         except roster.RosterError as error:
             parser.error(f"--roster: {error}")
     names, ignored = submissions.find(folder)
+    if the_roster is not None:                            # a student's file that is no archive: theirs, ungradable
+        extra = roster.submission_files(ignored, the_roster, folder)
+        names, ignored = sorted(names + extra), [n for n in ignored if n not in extra]
     if not names:
         parser.error(f"no submissions in {args.folder}: each must be a folder (or an archive) in it")
     matching = roster.match(names, the_roster, folder) if the_roster is not None else None

@@ -16,8 +16,10 @@ A submission is matched to a student by its name as each system names a download
     any          a folder or archive named by one of the roster's ids (ID, SIS User ID, SIS Login ID, SID, email),
                  with an archive's ending left out
 
-A student with several submissions is graded on the latest (the highest Canvas submission id, else the last name
-in order); the others are listed as superseded. gradebook.csv then has one row per student of the roster, with the
+A student with several submissions is graded on the latest (the highest Canvas submission id, and of its files a
+folder or an archive first; else the last name in order); the others are listed as superseded. A file at the top
+of the class folder that is neither a folder nor an archive is a submission too when it is named for a student
+(``submission_files``): it gets its row, 0 and the reason. gradebook.csv then has one row per student of the roster, with the
 roster's own ids (for Canvas, in the columns its gradebook import expects, the score under the assignment's own
 column when the export has one named for the course), and report.md lists the submissions that match no student
 and the students with none.
@@ -27,6 +29,7 @@ import dataclasses
 import io
 import os
 import re
+import stat
 
 from autograder.sandbox import untrusted
 
@@ -123,6 +126,21 @@ def gradescope_metadata(folder):
     return found
 
 
+def _handed_in(folder, name):
+    """1 if ``name`` in ``folder`` is a folder or an archive (what can hold a package), else 0."""
+    try:
+        mode = os.lstat(os.path.join(folder, name)).st_mode
+    except OSError:
+        return 0
+    return int(stat.S_ISDIR(mode) or (stat.S_ISREG(mode) and name.lower().endswith(ENDINGS)))
+
+
+def submission_files(ignored, roster, folder):
+    """The files at the class folder's top that are not folders or archives but are named for a student of the
+    roster (a Canvas download of a file that is not an archive): submissions too, each with its row and reason."""
+    return [name for name in ignored if match([name], roster, folder).graded]
+
+
 def _bare(name):
     lower = name.lower()
     for ending in ENDINGS:
@@ -149,16 +167,17 @@ def match(names, roster, folder):
     claims = {}                  # student -> [(order, submission)]
     unmatched = []
     for position, name in enumerate(names):
-        whose, order = set(), (0, position)
+        whose, order = set(), (0, _handed_in(folder, name), position)
         canvas = CANVAS_NAME.match(name)
         if canvas:
-            whose = by_key.get(canvas.group("user"), set()) or by_key.get(canvas.group("login").lower(), set())
-            order = (int(canvas.group("submission")), position)
+            whose = set(by_key.get(canvas.group("user"), ()) or by_key.get(canvas.group("login").lower(), ()))
+            # the latest submission; of its files (Canvas names each file of it), a folder or an archive first
+            order = (int(canvas.group("submission")), _handed_in(folder, name), position)
         elif GRADESCOPE_NAME.match(name) and name in metadata:
             for key in metadata[name]:
                 whose |= by_key.get(key, set())
         if not whose:
-            whose = by_key.get(_bare(name).lower(), set())
+            whose = set(by_key.get(_bare(name).lower(), ()))
         if len(whose) != 1:
             unmatched.append(name)
             continue
