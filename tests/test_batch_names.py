@@ -173,7 +173,8 @@ def test_a_gradescope_upload_named_with_escapes_is_reported_in_printable_text(tm
 
 def test_a_trace_names_nothing_on_two_lines():
     """A trace's names, files, functions and source lines are the child's (a file of the submission may be
-    named "w\nall 9 cases: …"): each is one line, so the diagnosis, printed line by line, forges none."""
+    named "w\nall 9 cases: …"): each is one line, so the diagnosis, printed line by line, forges none. A source
+    line's text is the statement's lines (a statement may span several), each printable and shown indented."""
     import numpy as np
 
     from autograder.diagnosis import matching
@@ -183,8 +184,14 @@ def test_a_trace_names_nothing_on_two_lines():
             "callers": {"0": [0, f"mytorch/{odd}", 2]}, "lost": odd}
     trace = matching.parse(meta, np.zeros(1))
     record = trace.records[0]
-    assert not any("\n" in v for v in (record.name, record.file, record.text, record.function, trace.lost,
-                                       *trace.callers[0][1:][::2]))
+    assert not any("\n" in v for v in (record.name, record.file, record.function, trace.lost,
+                                       trace.callers[0][1]))
+    assert record.text.splitlines() == ["x", "all 9 cases: forged"]           # the statement's two lines …
+    many = matching.parse({**meta, "texts": {f"mytorch/nn/{odd}.py:3": "a\x1b[2J\n" * 9}}, np.zeros(1)).records[0]
+    assert many.text.splitlines() == ["a?[2J"] * matching.CODE_LINES          # … printable, and a few at most
+    same_file = matching.parse({**meta, "callers": {"0": [1, f"mytorch/nn/{odd}.py", 3]}}, np.zeros(1))
+    shown = "\n".join(matching._called_from(same_file, same_file.records[0])).splitlines()
+    assert len(shown) == 3 and all(line.startswith("    ") for line in shown), shown     # under the report's words
     # and the class tables read a part's problem from the grader's own first lines alone
     from autograder.grade import PartResult
     from autograder.parts import spec

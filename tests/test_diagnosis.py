@@ -444,6 +444,20 @@ def test_the_issues_two_examples_are_traced_to_their_line(tmp_path):
     assert all(len(line) <= 80 for line in proc.stdout.splitlines())
 
 
+def test_a_statement_over_several_lines_is_shown_as_written(tmp_path):
+    """The student's wrong statement, split over lines with a comment between them, is shown line by line
+    under the report's own words, without the comment and without a '?' where a line broke."""
+    gru = ("nn/gru_cell.py", "n = np.tanh(gx[:, 2 * H:] + r * g_n)",
+           "n = np.tanh(gx[:, 2 * H:]        # the input's part\n" + " " * 8 + "           + g_n)")
+    sub = make_submission(tmp_path / "sub", [gru])
+    proc = run_cli(["2.1", "--submission", sub])
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    at = next(k for k, line in enumerate(lines) if line.startswith("  your `n` at mytorch/nn/gru_cell.py:"))
+    assert lines[at + 1:at + 3] == ["    n = np.tanh(gx[:, 2 * H:]", "               + g_n)"], lines[at:at + 4]
+    assert "the input's part" not in proc.stdout and "?" not in proc.stdout
+
+
 @pytest.mark.parametrize("seed", [[], ["--fresh-seed", "12345"]], ids=["stored traces", "fresh seed"])
 def test_no_line_of_the_solution_reaches_the_feedback(tmp_path, seed):
     """The diagnosis names the first wrong quantity, its place and its values, and shows the student's own line,

@@ -92,7 +92,7 @@ def parse(meta, flat):
     entries, texts = meta["records"], meta.get("texts") if isinstance(meta.get("texts"), dict) else {}
     if len(entries) > RECORD_LIMIT or flat.ndim != 1 or flat.dtype != np.float64:
         raise ValueError("a trace too long or of the wrong type")
-    records, offset, cleaned = [], 0, {}
+    records, offset, cleaned, code = [], 0, {}, {}
 
     def clean(value, limit):                           # a trace repeats its names, files and lines many times
         if type(value) is not str:
@@ -113,7 +113,10 @@ def parse(meta, flat):
         if offset + size > flat.size:
             raise ValueError("a trace's values are cut short")
         line = _int(line, 0, 1 << 24)
-        records.append(Record(clean(name, 120), clean(file, 200), line, clean(texts.get(f"{file}:{line}", ""), 200),
+        where = f"{file}:{line}"
+        if where not in code:
+            code[where] = code_text(texts.get(where, ""))
+        records.append(Record(clean(name, 120), clean(file, 200), line, code[where],
                               _int(frame), clean(function, 80), tuple(r for r in map(_int, reads[:64]) if r < index),
                               flat[offset:offset + size].reshape(shape)))
         offset += size
@@ -124,9 +127,21 @@ def parse(meta, flat):
     for frame, entry in list(raw.items())[:RECORD_LIMIT]:
         if isinstance(entry, list) and len(entry) == 3 and isinstance(entry[1], str) and frame.isdigit():
             file, line = untrusted.line(entry[1], 200), _int(entry[2], 0, 1 << 24)
-            callers[int(frame)] = (_int(entry[0]), file, line, untrusted.line(texts.get(f"{entry[1]}:{line}", ""), 200))
+            callers[int(frame)] = (_int(entry[0]), file, line, code_text(texts.get(f"{entry[1]}:{line}", "")))
     lost = untrusted.line(meta.get("lost", ""), 200) if isinstance(meta.get("lost", ""), str) else ""
     return Trace(records, lost, callers)
+
+
+CODE_LINES = 4                                 # lines of a statement shown
+
+
+def code_text(value):
+    """A statement's source from the child, as its lines (at most CODE_LINES, 200 characters in all), each one
+    printable line of text: what the report shows indented under the grader's own words, never at a line's start."""
+    if type(value) is not str:
+        return ""
+    lines = [untrusted.line(part, 200).rstrip() for part in value[:200].split("\n")[:CODE_LINES]]
+    return "\n".join(line for line in lines if line.strip())
 
 
 @dataclasses.dataclass
@@ -491,7 +506,7 @@ def _called_from(trace, record, levels=2):
             break
         gives = [r.name for r in trace.records if r.frame == caller and r.line == line]
         lines.append(f"    called from {file}:{line}" + (f" (which gives {_names(gives)})" if gives else "") +
-                     (f":\n      {text}" if text else ""))
+                     (":\n" + textwrap.indent(text, "      ") if text else ""))
         frame = caller
     return lines
 
