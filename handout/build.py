@@ -34,6 +34,7 @@ on the stored cases, which every student holds; that is refused unless asked for
 import contextlib
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -338,13 +339,14 @@ def copy_assignment(dst, course):
             f.write(text)
 
 
-def _notebook_title(notebook):
+def notebook_title(notebook):
+    """A notebook's first heading without its number ("7. Training …" is notebook 07, not section 7)."""
     for cell in notebook.get("cells", []):
         if cell.get("cell_type") == "markdown":
             source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
             for line in source.split("\n"):
                 if line.startswith("# "):
-                    return line[2:].strip()
+                    return re.sub(r"^\d+\.\s+", "", line[2:].strip())
     return "notebook"
 
 
@@ -356,7 +358,7 @@ def write_student_readme(out, course):
         if name.endswith(".ipynb"):
             with open(os.path.join(folder, name), encoding="utf-8") as f:
                 notebook = json.load(f)
-            notebooks.append((name, _notebook_title(notebook), sections.notebook_needs(notebook)))
+            notebooks.append((name, notebook_title(notebook), sections.notebook_needs(notebook)))
     with open(os.path.join(HERE, "student", "README.md"), encoding="utf-8") as f:
         text = sections.student_readme(f.read(), course, notebooks)
     with open(os.path.join(out, "README.md"), "w", encoding="utf-8") as f:

@@ -140,8 +140,8 @@ def render_page(name, text, course, shipped):
     """A page of the written assignment as this course ships it."""
     if name == "README.md":
         text = intro(points_table(text, course), course)
-        if text.startswith("# "):                          # the overview is titled by the course
-            text = f"# {course.title}\n" + text.split("\n", 1)[1]
+        if text.startswith("# "):                          # the overview is titled by the course (and is not
+            text = f"# {course.title}: the assignment\n" + text.split("\n", 1)[1]    # the site's title again)
     return unlink_missing(inline_points(conditionals(text, course), course), shipped)
 
 

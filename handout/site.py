@@ -29,7 +29,16 @@ import sys
 import tempfile
 
 from handout import sections as sections_of
-from handout.build import REPO, BuildError, build_handout, check_no_leaks, check_no_markers, load, staged
+from handout.build import (
+    REPO,
+    BuildError,
+    build_handout,
+    check_no_leaks,
+    check_no_markers,
+    load,
+    notebook_title,
+    staged,
+)
 from handout.markers import BEGIN, END
 
 PAGES = os.path.join(REPO, "handout", "site_pages")
@@ -191,15 +200,6 @@ def _title(markdown_path):
     return os.path.basename(markdown_path)
 
 
-def _notebook_title(notebook):
-    for cell in notebook["cells"]:
-        if cell.get("cell_type") == "markdown":
-            for line in _source(cell).split("\n"):
-                if line.startswith("# "):
-                    return line[2:].strip()
-    return "notebook"
-
-
 def grader_examples(build, section):
     """Real grader output for the guide, made at build time: the build's grader run on the build's untouched
     section ``section``, and two messages of the grader's own comparison."""
@@ -346,7 +346,7 @@ def _build_site(out, work, course, config, solutions, cache_dir):
         if not os.path.isfile(solved[name]):                     # one only the build has: run it as it is
             solved[name] = os.path.join(build, "notebooks", name)
         with open(os.path.join(build, "notebooks", name), encoding="utf-8") as f:
-            notebooks[name] = _notebook_title(json.load(f))
+            notebooks[name] = notebook_title(json.load(f))
     ran = execute_notebooks(list(solved.values()), REPO, cache_dir or _default_cache())
     executed = {name: ran[path] for name, path in solved.items()}
     execution_seconds = time.monotonic() - started

@@ -240,6 +240,13 @@ def test_a_nan_is_counted_as_one_and_the_errors_are_those_of_the_numbers():
     wrong[3, 3] = np.inf
     assert compare.compare("n", wrong, expected, "x").message.splitlines()[0] == \
         "n: values differ in 1 of 16 entries; max abs error inf, max rel error inf"
+    # where 0 was expected (a padded step's output) a relative error says nothing: it is counted instead
+    padded = np.array([[0.5, 0.0], [2.0, 0.0]])
+    got = np.array([[0.5, 3.0], [2.2, 0.0]])
+    assert compare.compare("Y", got, padded, "x").message.splitlines()[0] == \
+        "Y: values differ in 2 of 4 entries; max abs error 3, max rel error 0.1; 1 of them where 0 was expected"
+    assert compare.compare("Y", np.array([[0.5, 3.0], [2.0, 0.0]]), padded, "x").message.splitlines()[0] == \
+        "Y: values differ in 1 of 4 entries; max abs error 3; 1 of them where 0 was expected"
     # labels and flags (integers) differ or not: no error sizes (a flag 1 for 0 was 'max rel error 1e+12')
     flags = np.array([0, 0, 0, 1, 0, 1])
     assert compare.compare("skip_connect", np.array([0, 0, 0, 1, 1, 1]), flags, "x").message.splitlines() == \

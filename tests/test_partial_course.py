@@ -99,7 +99,7 @@ def test_the_student_readme_is_the_courses(partial_handout):
     assert re.findall(r"Section (\d)", order) == ["1", "2", "6", "8"]
     with open(os.path.join(partial_handout, "assignment", "README.md")) as f:
         overview = f.read()
-    assert overview.startswith("# RNNs, GRUs and CTC\n") and "six recurrent cells" not in overview
+    assert overview.startswith("# RNNs, GRUs and CTC: the assignment\n") and "six recurrent cells" not in overview
     assert "the forward and backward passes of an RNN cell and PyTorch's GRU cell; backpropagation" in overview
 
 

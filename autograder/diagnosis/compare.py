@@ -163,9 +163,13 @@ def compare(name, actual, expected, type_text, variants=(), batch=None, steps=No
         counted += f" ({'all' if not measured.any() else int(nan.sum())} of them NaN)"
     if measured.any() and expected.dtype.kind in "fc":      # the errors of the entries that are numbers (of labels
                                                             # or flags, an integer or a bool, none is meaningful)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            rel = np.max(diff[measured] / np.maximum(np.abs(expected[measured]), 1e-12))
-        counted += f"; max abs error {np.max(diff[measured]):.3g}, max rel error {rel:.3g}"
+        counted += f"; max abs error {np.max(diff[measured]):.3g}"
+        zero = measured & (np.abs(expected) <= ATOL)    # a relative error against 0 (a padded step's) says nothing
+        if (measured & ~zero).any():
+            rel = np.max(diff[measured & ~zero] / np.abs(expected[measured & ~zero]))
+            counted += f", max rel error {rel:.3g}"
+        if zero.any():
+            counted += f"; {int(zero.sum())} of them where 0 was expected"
     where = f"index {first}"
     if steps:
         where = f"index {first[1:]}" if steps == 1 else f"index {first[1:]} of step {first[0] + 1}'s backward"
