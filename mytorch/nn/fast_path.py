@@ -214,6 +214,23 @@ def gates_transposed(W, gates):
     return np.ascontiguousarray(W.reshape(gates, -1, K).transpose(0, 2, 1))
 
 
+def gates_side_by_side(W, gates, order=None):
+    """W (G·H, K), gates stacked by rows, as Wᵀ (K, G·H) contiguous with its gates' column blocks in ``order``:
+    ``h @ result`` is every gate's term of a step in ONE product (one call and a longer row beat G products)."""
+    blocks = W.reshape(gates, -1, W.shape[1])
+    if order is not None:
+        blocks = blocks[order]
+    return np.ascontiguousarray(blocks.reshape(-1, W.shape[1]).T)
+
+
+def add_gate_product(A_k, h, W_side, product):
+    """``A_k`` (G, N, H), a step's gate-major block, += h @ W_side (``gates_side_by_side``): the product made
+    into ``product`` (N, G·H) and added gate by gate (the strided read costs less than G products save)."""
+    np.matmul(h, W_side, out=product)
+    gates, N, H = A_k.shape
+    A_k += product.reshape(N, gates, H).transpose(1, 0, 2)
+
+
 def gate_rows(W, gates):
     """W (G·H, K) as (G, H, K), [g] = W_g (a view)."""
     return W.reshape(gates, -1, W.shape[1])

@@ -24,8 +24,10 @@ from mytorch.nn.cell import Cache, RecurrentCell
 from mytorch.nn.fast_path import (
     Buffers,
     SequenceRecord,
+    add_gate_product,
     begin_backward,
     begin_forward,
+    gates_side_by_side,
     gates_transposed,
 )
 from mytorch.nn.init import uniform
@@ -128,17 +130,17 @@ class GMUCell(RecurrentCell):
         A = np.matmul(X2, gates_transposed(p["weight_ih"], 3), out=buffers.empty(3, T * N, H))
         A = A.reshape(3, T, N, H)                                  # gate-major
         A += (p["bias_ih"] + p["bias_hh"]).reshape(3, 1, 1, H)
-        W_h = gates_transposed(p["weight_hh"], 3)                  # 3,H,H  W_hgᵀ
+        W_h = gates_side_by_side(p["weight_hh"], 3)                # H,3H  [W_hiᵀ | W_hmᵀ | W_hoᵀ]
         peep = np.stack([p["weight_ch_m"], p["weight_ch_o"]])[:, None, :]             # 2,1,H
         S, C = buffers.empty(T + 1, N, H), buffers.empty(T + 1, N, H)                  # h and c (step order)
         S[0], C[0] = h0, c0
         IN, MO = buffers.empty(T, N, H), buffers.empty(2, T, N, H)                     # i; m, o
-        gh, pc, work = buffers.empty(3, N, H), buffers.empty(2, N, H), buffers.empty(2, N, H)
+        gh, pc, work = buffers.empty(N, 3 * H), buffers.empty(2, N, H), buffers.empty(2, N, H)
         recording = is_recording()
         if recording:
             di_h, di_c, dm_factor, do_factor, h_carry = (buffers.empty(T, N, H) for _ in range(5))
         for k in range(T):
-            A[:, k] += np.matmul(S[k], W_h, out=gh)
+            add_gate_product(A[:, k], S[k], W_h, gh)               # A_g += h W_hgᵀ, every gate in one product
             np.tanh(A[0, k], out=IN[k])
             A[1:, k] += np.multiply(C[k], peep, out=pc)            # w_ch_m ⊙ c, w_ch_o ⊙ c: the old c
             F.sigmoid(A[1:, k], out=MO[:, k], scratch=pc)          # (pc is free again)

@@ -27,8 +27,10 @@ from mytorch.nn.cell import Cache, RecurrentCell
 from mytorch.nn.fast_path import (
     Buffers,
     SequenceRecord,
+    add_gate_product,
     begin_backward,
     begin_forward,
+    gates_side_by_side,
     gates_transposed,
     transposed,
 )
@@ -188,7 +190,7 @@ class LSTMCell(RecurrentCell):
         A = A.reshape(4, T, N, H)                                  # gate-major
         if self.bias:
             A += (p["bias_ih"] + p["bias_hh"]).reshape(4, 1, 1, H)[order]
-        W_h = gates_transposed(p["weight_hh"], 4)[order]           # 4,P,H  W_hgᵀ
+        W_h = gates_side_by_side(p["weight_hh"], 4, order)         # P,4H  [W_hiᵀ | W_hfᵀ | W_hoᵀ | W_hgᵀ]
         W_hrT = transposed(p["weight_hr"]) if self.proj_size else None                  # H,P
         S, C = buffers.empty(T + 1, N, P), buffers.empty(T + 1, N, H)                  # h and c (step order)
         S[0], C[0] = h0, c0
@@ -197,11 +199,11 @@ class LSTMCell(RecurrentCell):
         H_hat = buffers.empty(T, N, H) if self.proj_size else None                     # o ⊙ tanh(c') before W_hr
         factors = buffers.empty(4, T, N, H) if recording else None
         dc_factor = buffers.empty(T, N, H) if recording else None
-        gh, ig, one_minus = buffers.empty(4, N, H), buffers.empty(N, H), buffers.empty(N, H)
+        gh, ig, one_minus = buffers.empty(N, 4 * H), buffers.empty(N, H), buffers.empty(N, H)
         exp_scratch = buffers.empty(3, N, H)                       # the sigmoid works in it
         for k in range(T):
             a = A[:, k]
-            a += np.matmul(S[k], W_h, out=gh)
+            add_gate_product(a, S[k], W_h, gh)                     # a += h W_hgᵀ, every gate in one product
             i, f, o, g = IFOG[:, k]
             F.sigmoid(a[:3], out=IFOG[:3, k], scratch=exp_scratch)   # i, f, o
             np.tanh(a[3], out=g)
