@@ -135,10 +135,7 @@ class GMUCell(RecurrentCell):
         S, C = buffers.empty(T + 1, N, H), buffers.empty(T + 1, N, H)                  # h and c (step order)
         S[0], C[0] = h0, c0
         IN, MO = buffers.empty(T, N, H), buffers.empty(2, T, N, H)                     # i; m, o
-        gh, pc, work = buffers.empty(N, 3 * H), buffers.empty(2, N, H), buffers.empty(2, N, H)
-        recording = is_recording()
-        if recording:
-            di_h, di_c, dm_factor, do_factor, h_carry = (buffers.empty(T, N, H) for _ in range(5))
+        gh, pc = buffers.empty(N, 3 * H), buffers.empty(2, N, H)
         for k in range(T):
             add_gate_product(A[:, k], S[k], W_h, gh)               # A_g += h W_hgᵀ, every gate in one product
             np.tanh(A[0, k], out=IN[k])
@@ -152,35 +149,13 @@ class GMUCell(RecurrentCell):
             np.subtract(C[k], i, out=c)
             c *= o
             c += i                                                 # c' = i + o ⊙ (c − i)
-            if recording:
-                # Backward, given dh = dL/dh_{k+1} and dc = dL/dc_{k+1}; the factors are made here, in cache:
-                #     da_i = dh ⊙ m(1 − i²) + dc ⊙ (1 − o)(1 − i²)      da_m = dh ⊙ (i − c) m(1 − m)
-                #     da_o = dc ⊙ (c − i) o(1 − o)                        dh_k = da_i W_hi + da_m W_hm + da_o W_ho
-                #     dc_k = dh ⊙ (1 − m) + dc ⊙ o + da_m ⊙ w_ch_m + da_o ⊙ w_ch_o
-                tanh_grad, c_minus_i = work
-                np.multiply(i, i, out=tanh_grad)
-                np.subtract(1.0, tanh_grad, out=tanh_grad)         # 1 − i²
-                np.multiply(m, tanh_grad, out=di_h[k])
-                np.subtract(1.0, o, out=di_c[k])
-                di_c[k] *= tanh_grad                               # (1 − o)(1 − i²)
-                np.subtract(C[k], i, out=c_minus_i)
-                np.subtract(1.0, m, out=h_carry[k])                # 1 − m
-                np.multiply(m, h_carry[k], out=dm_factor[k])
-                dm_factor[k] *= c_minus_i
-                np.negative(dm_factor[k], out=dm_factor[k])        # (i − c) m(1 − m)
-                np.subtract(1.0, o, out=do_factor[k])
-                do_factor[k] *= o
-                do_factor[k] *= c_minus_i                          # (c − i) o(1 − o)
             steps.keep_state(h, S[k], k)
             steps.keep_state(c, C[k], k)
         Y, state_T = steps.outputs(S), (S[T].copy(), C[T].copy())
-        if recording:
-            # past a sequence's end every da is 0, dh_k = dh and dc_k = dc (masked factors, o set to 1)
-            self._record(SequenceRecord(steps=steps, X2=X2, S=S, C=C, peep=peep,
-                                        di_h=steps.mask(di_h), di_c=steps.mask(di_c),
-                                        dm_factor=steps.mask(dm_factor), do_factor=steps.mask(do_factor),
-                                        h_carry=steps.mask(h_carry), c_carry=steps.pass_through(MO[1]),
-                                        buffers=buffers))
+        if is_recording():
+            # the backward makes its factors from i, m, o and c step by step, in small arrays it reuses: storing
+            # them here for all steps would write and read back five more (T, N, H) arrays
+            self._record(SequenceRecord(steps=steps, X2=X2, S=S, C=C, IN=IN, MO=MO, peep=peep, buffers=buffers))
         else:
             buffers.give_back()
         return Y, state_T
@@ -198,25 +173,44 @@ class GMUCell(RecurrentCell):
         # dh_k is ONE product [da_i | da_m | da_o] W_hh, and each weight gradient one over all steps
         DA = buffers.empty(T, N, 3 * H)
         da = DA.reshape(T, N, 3, H).transpose(0, 2, 1, 3)         # T,3,N,H  (a view)
-        dh, dc, scratch = buffers.empty(N, H), buffers.empty(N, H), buffers.empty(N, H)
+        dh, dc, tanh_grad, one_minus_o, one_minus_m, i_minus_c, scratch = (buffers.empty(N, H) for _ in range(7))
         peep_grad = buffers.empty(2, N, H)
         for k in reversed(range(T)):
-            np.add(dY[k], carry_h, out=dh)                         # dL/dh_{k+1}
-            dc[...] = carry_c                                      # dL/dc_{k+1}
+            # given dh = dL/dh_{k+1} and dc = dL/dc_{k+1}, with i, m, o of step k and c = c_k:
+            #     da_i = (dh ⊙ m + dc ⊙ (1 − o)) ⊙ (1 − i²)      da_m = dh ⊙ (i − c) m(1 − m)
+            #     da_o = dc ⊙ (c − i) o(1 − o)                     dh_k = da_i W_hi + da_m W_hm + da_o W_ho
+            #     dc_k = dh ⊙ (1 − m) + dc ⊙ o + da_m ⊙ w_ch_m + da_o ⊙ w_ch_o
+            i, m, o, c = record.IN[k], record.MO[0, k], record.MO[1, k], record.C[k]
+            np.add(dY[k], carry_h, out=dh)
+            dc[...] = carry_c
             da_i, da_m, da_o = da[k]
-            np.multiply(dh, record.di_h[k], out=da_i)
-            da_i += np.multiply(dc, record.di_c[k], out=scratch)
-            np.multiply(dh, record.dm_factor[k], out=da_m)
-            np.multiply(dc, record.do_factor[k], out=da_o)
-            np.matmul(DA[k], p["weight_hh"], out=carry_h)          # dh_k = da_i W_hi + da_m W_hm + da_o W_ho
-            np.multiply(dh, record.h_carry[k], out=carry_c)
-            carry_c += np.multiply(dc, record.c_carry[k], out=scratch)
+            np.multiply(i, i, out=tanh_grad)
+            np.subtract(1.0, tanh_grad, out=tanh_grad)             # 1 − i²
+            np.subtract(1.0, o, out=one_minus_o)
+            np.multiply(dc, one_minus_o, out=da_i)
+            da_i += np.multiply(dh, m, out=scratch)
+            da_i *= tanh_grad
+            np.subtract(i, c, out=i_minus_c)
+            np.subtract(1.0, m, out=one_minus_m)
+            np.multiply(m, one_minus_m, out=da_m)
+            da_m *= i_minus_c
+            da_m *= dh
+            np.multiply(o, one_minus_o, out=da_o)
+            da_o *= i_minus_c
+            da_o *= dc
+            np.negative(da_o, out=da_o)                            # (c − i) = −(i − c)
+            if steps.active is not None:
+                DA[k] *= steps.active[k]                           # past a sequence's end: no gradient
+            np.matmul(DA[k], p["weight_hh"], out=carry_h)
+            np.multiply(dh, one_minus_m, out=carry_c)
+            carry_c += np.multiply(dc, o, out=scratch)
             np.multiply(da[k, 1:], record.peep, out=peep_grad)
             carry_c += peep_grad[0]
             carry_c += peep_grad[1]                                # through both peepholes
-            if steps.idle is not None:
+            if steps.idle is not None:                             # idle: both gradients straight through
+                np.copyto(carry_c, dc, where=steps.idle[k])
                 dh *= steps.idle[k]
-                carry_h += dh                                      # idle: straight through
+                carry_h += dh
         TN = T * N
         DA2, h_prev = DA.reshape(TN, 3 * H), record.S[:-1].reshape(TN, H)
         g["weight_ih"] += DA2.T @ record.X2
