@@ -89,8 +89,8 @@ PROBES = {
 OPTIONAL = {"GRUCell fast path": _fast("GRUCell")}      # not graded: notebook 10 builds it
 
 
-def _ranges(parts):
-    """'1.1-1.2, 6.1': consecutive parts of one section joined."""
+def part_ranges(parts):
+    """'1.1-1.2, 6.1': consecutive parts of one section joined (the handout's builder uses it too)."""
     groups = []
     for part in parts:
         section, number = part.split(".")
@@ -129,14 +129,14 @@ def needs(*parts):
     graded = sorted((p for p in absent if p in PROBES), key=lambda p: tuple(map(int, p.split("."))))
     optional = [p for p in absent if p not in PROBES]
     if not absent:
-        print(f"this notebook runs parts {_ranges([p for p in parts if p in PROBES])}"
+        print(f"this notebook runs parts {part_ranges([p for p in parts if p in PROBES])}"
               + (f" and the optional {', '.join(p for p in parts if p in OPTIONAL)}" if set(parts) & set(OPTIONAL)
                  else "") + ": all written")
         return
     lines = []
     if graded:
         sections = sorted({p.split(".")[0] for p in graded}, key=int)
-        lines.append(f"this notebook needs parts {_ranges(graded)}; run `python -m autograder {' '.join(sections)}`")
+        lines.append(f"this notebook needs parts {part_ranges(graded)}; run `python -m autograder {' '.join(sections)}`")
     for piece in optional:
         lines.append(f"this notebook needs the {piece} (optional, not graded: its TODOs are sequence_forward and "
                      "sequence_backward)")
