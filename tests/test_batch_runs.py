@@ -5,6 +5,7 @@ import glob
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -75,6 +76,23 @@ def test_a_changed_point_value_says_why_it_regrades_and_keeps_the_earlier_report
     assert "Grading every submission again: --regrade was given." in fourth.stdout
     assert len(glob.glob(str(tmp_path / "subs-grading-before-*"))) == 2
     assert json.loads((report_of(subs) / "feedback" / "student00.json").read_text())["score"] > 0
+    assert stat.S_IMODE(os.stat(report_of(subs)).st_mode) == 0o700          # every student's feedback: ours alone
+
+
+def test_under_sudo_the_report_is_the_instructors(tmp_path, monkeypatch):
+    """Run as root through sudo, the report folder belongs to the instructor who ran sudo, mode 0700."""
+    from autograder.instructor import batch
+    folder = tmp_path / "report"
+    folder.mkdir()
+    monkeypatch.setenv("SUDO_UID", "4321")
+    monkeypatch.setenv("SUDO_GID", "4322")
+    batch.keep_private(str(folder))
+    seen = os.stat(folder)
+    assert stat.S_IMODE(seen.st_mode) == 0o700
+    if os.geteuid() == 0:
+        assert (seen.st_uid, seen.st_gid) == (4321, 4322)
+    else:                                                  # not root: the folder stays its owner's
+        assert seen.st_uid == os.geteuid()
 
 
 def test_no_reason_names_a_temporary_or_staging_path(tmp_path):

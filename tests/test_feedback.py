@@ -416,3 +416,17 @@ def test_a_statement_is_shown_as_written_without_its_comments():
     assert without_comment('    g["w"] += da @ h          # dW = daᵀ h') == 'g["w"] += da @ h'
     assert without_comment("    a = (b +   # goes on") == "a = (b +"
     assert without_comment('x = "a # b"') == 'x = "a # b"'
+
+
+def test_handin_packs_the_package_you_work_in_beside_built_copies(tmp_path):
+    """An instructor's checkout holds built copies of mytorch under build/: handin packs the one at the top, and
+    --submission may name the package itself."""
+    work = tmp_path / "checkout"
+    make_submission(work)
+    for copy in ("build/handout", "build/gradescope/solution"):
+        make_submission(work / copy)
+    for given, out in ((work, work / "handin.tar"), (work / "mytorch", tmp_path / "again.tar")):
+        proc = run_cli(["handin", "--submission", str(given), "--out", str(out), "--no-grade"])
+        assert proc.returncode == 0, proc.stderr
+        names = tarfile.open(out).getnames()
+        assert "mytorch/nn/rnn_cell.py" in names and not any(n.startswith("build") for n in names), names

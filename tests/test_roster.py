@@ -103,6 +103,9 @@ def test_the_gradebook_carries_canvas_s_ids_in_its_import_columns(graded):
     assert without.strip().endswith("(their grade left empty)\n\nNone.")
     superseded = report.split("### Submissions superseded")[1]
     assert "doejane\\_1001\\_5001\\_zzreadme" in superseded and "zhandin" not in superseded
+    later = superseded.count("\n- ")                           # each student counted once, with their latest
+    assert later == 2 and f"{len(scores) - 1 - later} submissions (not counting {later} superseded), total out " \
+        f"of {TOTAL:g}" in report
     assert "3 of 3 students matched; 1 submission matching no student, 0 students with none" in proc.stdout
 
 
@@ -121,3 +124,15 @@ def test_a_roster_of_neither_kind_is_refused_before_grading(tmp_path):
     (tmp_path / "r.csv").write_text("name,score\nx,1\n")
     proc = run_cli(["batch", str(tmp_path / "subs"), "--roster", str(tmp_path / "r.csv")])
     assert proc.returncode == 2 and "neither Canvas's gradebook export" in proc.stderr
+
+
+def test_a_canvas_export_without_the_courses_column_is_said_not_silently_added(tmp_path):
+    """The Canvas assignment named otherwise than the course: the import would make a new assignment, so the
+    batch and report.md say so and name the export's assignments; with the column there, nothing is said."""
+    (tmp_path / "other.csv").write_text(CANVAS.replace("RNN (777)", "HW3 RNNs (777)"))
+    (tmp_path / "same.csv").write_text(CANVAS)
+    other, same = roster.read(str(tmp_path / "other.csv")), roster.read(str(tmp_path / "same.csv"))
+    warning = roster.new_column_warning(other, "RNN")
+    assert warning.startswith('the roster has no column for an assignment named "RNN" (the course\'s title)')
+    assert "(the roster's assignments: HW3 RNNs (777), Quiz 1 (778))" in warning
+    assert roster.new_column_warning(same, "RNN") == ""

@@ -300,6 +300,15 @@ def course_changes(before, now):
     return "; ".join(said)
 
 
+def keep_private(report_dir):
+    """A report holds every student's feedback: its folder is for its owner alone (mode 0700; other users of a
+    shared machine read nothing in it). Under sudo the owner is the instructor who ran sudo, not root."""
+    os.chmod(report_dir, 0o700)
+    uid, gid = os.environ.get("SUDO_UID", ""), os.environ.get("SUDO_GID", "")
+    if os.geteuid() == 0 and uid.isdigit() and gid.isdigit():
+        os.chown(report_dir, int(uid), int(gid))
+
+
 def regrade_reason(args, kept, graded_before, the_course, fresh_seed, key):
     """Why this run grades again what an earlier run in the same report folder graded ('' when it resumes or
     there is nothing earlier): ``kept`` is the earlier run's record, ``graded_before`` the grader keys of the
@@ -478,6 +487,7 @@ def _batch(parser, args, interrupt):
         f"{untrusted.line(ignored[0], 60)})" if ignored else ""))
     try:
         folder_out = class_report.Folder(report_dir)
+        keep_private(report_dir)
         feedback = folder_out.sub(class_report.FEEDBACK)
     except OSError as error:
         parser.error(f"--out {report_dir}: not a folder the grader can write ({error.strerror or error})")
@@ -511,6 +521,7 @@ def _batch(parser, args, interrupt):
         if users is not None:                             # other students' feedback: no sandbox user reads it
             os.chmod(aside, 0o700)
         folder_out = class_report.Folder(report_dir)
+        keep_private(report_dir)
         feedback = folder_out.sub(class_report.FEEDBACK)
         print(f"Grading every submission again: {why}. The earlier report is kept in {aside}")
     kept = {"fresh_seed": fresh_seed, "check": seed_check(the_course, fresh_seed), "seed": fresh_seed,
@@ -589,6 +600,9 @@ def _batch(parser, args, interrupt):
         print(f"  roster     {len(matching.graded)} of {len(the_roster.students)} students matched; "
               f"{_count(len(matching.unmatched), 'submission')} matching no student, "
               f"{_count(len(matching.without), 'student')} with none (report.md lists them)")
+        warning = roster.new_column_warning(the_roster, the_course.title)
+        if warning:
+            print(f"Warning: {warning}.")
     return 0 if len(class_rows) == len(names) else 1
 
 

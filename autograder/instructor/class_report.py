@@ -393,12 +393,15 @@ def _md_cell(text):
     return re.sub(r"([!-/:-@\[-`{-~])", r"\\\1", " ".join(untrusted.text(str(text), 1000).splitlines()))
 
 
-def roster_md(roster, matching):
+def roster_md(roster, matching, course_title=None):
     """report.md's section on the roster: how many matched, the submissions matching no student, the students
     with none and the submissions a later one superseded."""
     lines = ["", "## Roster", "",
              f"{len(matching.graded)} of {len(roster.students)} students of the roster ({roster.kind}) have a "
              "graded submission.", ""]
+    warning = rosters.new_column_warning(roster, course_title) if course_title else ""
+    if warning:
+        lines += [f"**Note:** {_md_cell(warning)}.", ""]
     for title, names in (("Submissions that match no student (not in gradebook.csv)", matching.unmatched),
                          ("Students with no submission (their grade left empty)", matching.without),
                          ("Submissions superseded by a later one of the same student",
@@ -408,11 +411,15 @@ def roster_md(roster, matching):
 
 
 def report_md(class_rows, parts, course, roster=None, matching=None, compared=False):
+    # the statistics count each student once: a submission a later one of theirs superseded is left out
+    superseded = {name for name, _ in matching.superseded} if matching is not None else set()
+    every_row, class_rows = class_rows, [r for r in class_rows if r["name"] not in superseded]
     n = len(class_rows)
     totals = [r["total"] for r in class_rows]
+    left_out = f" (not counting {len(every_row) - n} superseded)" if len(every_row) > n else ""
     lines = [f"# {course.title}: class report", "",
-             f"{n} submissions, total out of {course.total:g}: mean {statistics.fmean(totals):.2f}, median "
-             f"{statistics.median(totals):.2f}." if n else "No submissions.", ""]
+             f"{n} submissions{left_out}, total out of {course.total:g}: mean {statistics.fmean(totals):.2f}, "
+             f"median {statistics.median(totals):.2f}." if n else "No submissions.", ""]
     if n:                                              # write_class draws totals.svg unless the class is empty
         lines += ["![totals](totals.svg)", ""]
     lines += ["## Parts", "", "| part | points | mean | median | full marks |", "|---|---|---|---|---|"]
@@ -423,15 +430,15 @@ def report_md(class_rows, parts, course, roster=None, matching=None, compared=Fa
     lines += [f"- {count / n:.0%} of the class ({count} of {n}): {_md_cell(hint)}" for hint, count in counted] \
         if counted else ["No hint fired."]
     lines += ["", "## Submissions that crashed, timed out or were not gradable", ""]
-    problems = [r for r in class_rows if r["problem"]]
+    problems = [r for r in every_row if r["problem"]]
     if problems:
         lines += ["| submission | problem | what |", "|---|---|---|"]
         lines += [f"| {_md_cell(r['name'])} | {r['problem']} | {_md_cell(r['detail'])} |" for r in problems]
     else:
         lines.append("None.")
-    lines += similarity_md(class_rows, compared)
+    lines += similarity_md(every_row, compared)
     if roster is not None:
-        lines += roster_md(roster, matching)
+        lines += roster_md(roster, matching, course.title)
     return "\n".join(lines) + "\n"
 
 

@@ -48,10 +48,20 @@ def main(argv):
         tree.remove(staging)
 
 
+def own_package(given):
+    """The package you work in, when there is no doubt which: ``given`` is a ``mytorch`` package itself, or holds
+    one at its top (an instructor's checkout also holds built copies under build/, which are not handed in)."""
+    for package, form in ((given, "mytorch/"), (os.path.join(given, "mytorch"), "mytorch/")):
+        if os.path.basename(package) == "mytorch" and os.path.isfile(os.path.join(package, "__init__.py")) \
+                and not os.path.islink(package):
+            return submissions.Located(os.path.basename(given), package, form)
+    return None
+
+
 def pack(parser, args, given, staging):
     """Pack the ``mytorch`` that ``given`` hands in, found as every grader finds it (``submissions.locate_path``,
     archives unpacked into ``staging``), so what packs here is what grades there."""
-    located = submissions.locate_path(given, staging)
+    located = own_package(given) or submissions.locate_path(given, staging)
     if located.package is None:
         parser.error(f"cannot pack {given}: {located.reason}")
     root = os.path.dirname(located.package)

@@ -200,6 +200,18 @@ def assignment_column(roster, title):
     return title
 
 
+def new_column_warning(roster, title):
+    """'' when a Canvas export has the assignment's own column; else what the instructor should know: the import
+    would make a new assignment of the column gradebook.csv adds."""
+    if roster.kind != "canvas" or assignment_column(roster, title) != title or title in roster.header:
+        return ""
+    others = [c for c in roster.header[len(CANVAS):] if re.search(r" \(\d+\)$", c)]
+    return (f"the roster has no column for an assignment named \"{title}\" (the course's title), so gradebook.csv "
+            "adds one and Canvas would import it as a new assignment; to fill the assignment you made, give the "
+            "course its name (title in course.toml), or rename that column of gradebook.csv"
+            + (f" (the roster's assignments: {', '.join(others[:5])})" if others else ""))
+
+
 def gradebook(roster, matching, totals, title, points_possible):
     """The gradebook's rows (header first) for ``roster``: one per student, the total of the submission graded for
     them (empty for a student with none: an import leaves their grade as it is)."""
