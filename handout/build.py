@@ -425,7 +425,8 @@ def _build_handout(out, course, warn, solutions):
              "backward follows one pattern):\n" + "\n".join(
                  f"  {f}: {', '.join(r.split(': ', 1)[1] for r in readable if r.startswith(f + ': '))}"
                  for f in dict.fromkeys(r.split(": ", 1)[0] for r in readable)) +
-             "\nSet left_out = \"removed\" in the course's [assignment] to ship them as stubs instead.")
+             "\nSet left_out = \"removed\" in the course's [assignment] to ship them as stubs instead (parts of "
+             "yours that run them must then be left out: the course file says which).")
     if unshipped and warn is not None:
         warn("warning: left_out = \"removed\": not shipped, since they run code the course removes: " +
              "; ".join(unshipped))

@@ -183,7 +183,8 @@ def test_a_part_that_needs_a_removed_cell_is_refused_naming_the_part_and_the_cel
     message = str(error.value)
     assert message.startswith(str(config)) and "part 6.3 (BPTT: GRU block sequence layer) runs GRUBlockCell" in message
     assert 'section 3 (GRU block cell), which left_out = "removed" removes' in message
-    assert '"6.3" = 0 in [assignment.points]' in message and 'left_out = "working"' in message
+    assert "(so do parts 6.4, 6.5)" in message                          # every part the course must leave out
+    assert '"6.3" = 0, "6.4" = 0, "6.5" = 0 in [assignment.points]' in message and 'left_out = "working"' in message
     config.write_text(REMOVED + '"6.3" = 0\n"6.4" = 0\n"6.5" = 0\n')
     the_course = course.load_course(str(config))
     assert the_course.left_out == "removed" and the_course.dropped == ("6.3", "6.4", "6.5")

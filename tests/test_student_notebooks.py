@@ -64,3 +64,20 @@ def test_every_shipped_notebook_names_its_parts_in_needs():
     for name in NOTEBOOKS:
         with open(os.path.join(REPO, "notebooks", name)) as f:
             assert sections.notebook_needs(json.load(f)), name
+
+
+def test_the_site_shows_no_needs_output_of_the_instructors_run(tmp_path):
+    """What needs(...) printed when the instructor's notebook ran names every part of the full course; the site
+    shows the course's students the cell without it, and every other output as it came."""
+    nbformat = pytest.importorskip("nbformat")
+    from handout import site
+    built = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell('needs("1.1", "3.1")', id="a"),
+                                            nbformat.v4.new_code_cell("print(1)", id="b")])
+    ran = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell('needs("1.1", "3.1")', id="a"),
+                                          nbformat.v4.new_code_cell("print(1)", id="b")])
+    ran.cells[0].outputs = [nbformat.v4.new_output("stream", name="stdout", text="runs parts 1.1, 3.1\n")]
+    ran.cells[1].outputs = [nbformat.v4.new_output("stream", name="stdout", text="1\n")]
+    path = tmp_path / "n.ipynb"
+    nbformat.write(built, str(path))
+    shown = site.shown_notebook(str(path), ran, str(tmp_path / "shown.ipynb"))
+    assert shown["cells"][0]["outputs"] == [] and shown["cells"][1]["outputs"][0]["text"] == "1\n"

@@ -229,14 +229,18 @@ def parse(table, path):
         raise CourseError(f"{name}: [assignment] left_out must be \"working\" (the sections left out ship as "
                           f"working code) or \"removed\" (as stubs), not {left_out!r}")
     if left_out == "removed":
-        for number in points:
-            for section, what in spec.code_needed(spec.PARTS_BY_NUMBER[number]).items():
-                if section not in sections:
-                    raise CourseError(
-                        f"{name}: part {number} ({spec.PARTS_BY_NUMBER[number].name}) runs {what}, the code of "
-                        f"section {section} ({spec.SECTIONS[section]}), which left_out = \"removed\" removes: add "
-                        f"section {section} to [assignment] sections, leave the part out with \"{number}\" = 0 in "
-                        "[assignment.points], or set left_out = \"working\"")
+        refused = [(number, section, what) for number in points
+                   for section, what in spec.code_needed(spec.PARTS_BY_NUMBER[number]).items() if section not in sections]
+        if refused:
+            number, section, what = refused[0]
+            numbers = list(dict.fromkeys(n for n, _, _ in refused))
+            zero = ", ".join(f'"{n}" = 0' for n in numbers)
+            raise CourseError(
+                f"{name}: part {number} ({spec.PARTS_BY_NUMBER[number].name}) runs {what}, the code of "
+                f"section {section} ({spec.SECTIONS[section]}), which left_out = \"removed\" removes"
+                + (f" (so do parts {', '.join(numbers[1:])})" if len(numbers) > 1 else "") +
+                f": add the sections they run to [assignment] sections, leave them out with {zero} in "
+                "[assignment.points], or set left_out = \"working\"")
 
     release = handout.get("release_solutions", False)
     if not isinstance(release, bool):
