@@ -407,10 +407,20 @@ def test_the_previous_steps_value_is_recognised():
     reference = matching.Trace([_record("h", e1, frame=1, function="Cell.forward"),
                                  _record("h", e2, [0], frame=2, function="Cell.forward")])
     student = matching.Trace([_record("h", e1, frame=1), _record("h", e1, frame=2, line=9)])
-    assert "the value it had one step before (a state: each step starts from" in \
+    assert "the value it had one step before (its value in the previous call of Cell.forward)" in \
         "\n".join(matching.explain(reference, student))
-    backward = matching.Trace([_record("h", e1, frame=1), _record("h", e2, [0], frame=2, function="Cell.backward")])
-    assert "one step before (in a backward after several forwards" in "\n".join(matching.explain(backward, student))
+    backward = matching.Trace([_record("h", e1, frame=1, function="Cell.forward"),
+                               _record("h", e2, [0], frame=2, function="Cell.backward")])
+    assert "the value Cell.forward gave it before this call" in "\n".join(matching.explain(backward, student))
+    # the same call (a loop over layers or directions): no "step" is claimed, only what was checked
+    same_call = matching.Trace([_record("d_in", e1, frame=1, function="RNN.backward"),
+                                _record("d_in", e2, [0], frame=1, function="RNN.backward")])
+    mine = matching.Trace([_record("d_in", e1, frame=1), _record("d_in", e1, frame=1, line=9)])
+    said = "\n".join(matching.explain(same_call, mine))
+    assert "before its previous update in this call" in said and "step before" not in said, said
+    # a value that is not the earlier one is not said to be: a counter-example
+    other = matching.Trace([_record("h", e1, frame=1), _record("h", e1 + 1, frame=2, line=9)])
+    assert "before" not in "\n".join(matching.explain(reference, other))
 
 
 # ---- the grader, end to end

@@ -389,9 +389,10 @@ def _close(a, b):
     return compare.close(a, b, equal_nan=True)
 
 
-def kind_of_difference(got, expected, previous=(), gates=(), backward=False):
-    """The kind of difference between a student's value and the expected one, in words ('' if none known);
-    ``backward``: the value is one of a backward's (where one step before can be the last forward's)."""
+def kind_of_difference(got, expected, previous=(), gates=(), function=None):
+    """The kind of difference between a student's value and the expected one, in words ('' if none known), each
+    said only when its definition holds: ``previous``, the quantity's reference value at its assignment before
+    this one, with the function that made it (None: in this same call); ``function``: this value's."""
     if got.shape != expected.shape:
         if got.ndim == 2 and got.shape == expected.shape[::-1] and _close(got.T, expected):
             return "transposed"
@@ -399,11 +400,13 @@ def kind_of_difference(got, expected, previous=(), gates=(), backward=False):
     finite = np.isfinite(expected) & np.isfinite(got)
     if np.abs(expected[finite]).max(initial=0) > ATOL and _close(got, -expected):
         return "the opposite sign"
-    for earlier in previous:
+    for earlier, made_in in previous:
         if earlier.shape == got.shape and _close(got, earlier):
-            why = (" (in a backward after several forwards: the last forward's, read from the cell, not from "
-                   "the cache)" if backward else " (a state: each step starts from the one the step before returned)")
-            return "the value it had one step before" + why
+            if made_in is None:                      # the same call: a loop's update (a layer's, a direction's)
+                return "the value it had before its previous update in this call, as if that update were lost"
+            if made_in == function:
+                return f"the value it had one step before (its value in the previous call of {made_in})"
+            return f"the value {made_in} gave it before this call"
     nonzero = finite & (np.abs(expected) > 1e-12)
     if nonzero.any() and finite.all():
         ratios = np.sort(got[nonzero] / expected[nonzero])
@@ -555,8 +558,9 @@ def explain(reference, student, config=None, wrong_outputs=(), forward_right=Fal
     j = candidate(finding, ref, mine)
     if j is not None:
         s = mine[j]
-        previous = [r.value for r in ref[:finding.wrong] if _base(r.name) == _base(q.name)][-1:]
-        kind = kind_of_difference(s.value, q.value, previous, gates, backward="backward" in q.function)
+        previous = [(r.value, None if r.frame == q.frame else r.function)
+                    for r in ref[:finding.wrong] if _base(r.name) == _base(q.name)][-1:]
+        kind = kind_of_difference(s.value, q.value, previous, gates, q.function)
         lines.append(f"  your `{s.name}` at {s.file}:{s.line}" + (":\n" + textwrap.indent(s.text, "    ") if s.text else ""))
         # a value of another name is the nearest one, not the quantity: say whose value it is compared with
         other = q.name if _base(s.name) != _base(q.name) else None
