@@ -163,8 +163,8 @@ class GMUCell(RecurrentCell):
 
     def sequence_backward(self, dY, d_state_T):
         """Backward of ``sequence_forward``: returns ``(dX (T, N, I), (dh_0, dc_0))`` and adds to ``self.grads``
-        what T calls of ``backward`` add. Per step the recurrent products and a few in-place products run; the
-        input gradient and every weight gradient are one product (or one sum) per gate over all steps."""
+        what T calls of ``backward`` add. Per step one recurrent product and the gate factors, in place, run; the
+        input gradient and every weight gradient are one product (the peepholes' one sum) over all steps."""
         record, steps, dY, (carry_h, carry_c) = begin_backward(self, dY, d_state_T)
         # BEGIN SOLUTION optional and not graded: the backward of your sequence_forward; until it exists the layer runs your per-step backward
         T, N, H, p, g = steps.T, steps.N, self.hidden_size, self.params, self.grads

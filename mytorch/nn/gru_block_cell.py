@@ -204,8 +204,8 @@ class GRUBlockCell(RecurrentCell):
 
     def sequence_backward(self, dY, d_state_T):
         """Backward of ``sequence_forward``: returns ``(dX (T, N, I), dh_0 (N, H))`` and adds to ``self.grads``
-        what T calls of ``backward`` add. Per step three products and a few in-place products run; the input
-        gradient and every weight gradient are one product per gate over all steps."""
+        what T calls of ``backward`` add. Per step two products and a few in-place products run; the input
+        gradient and every weight gradient are one product per weight over all steps."""
         record, steps, dY, (carry,) = begin_backward(self, dY, d_state_T)
         # BEGIN SOLUTION optional and not graded: the backward of your sequence_forward; until it exists the layer runs your per-step backward
         T, N, H, I = steps.T, steps.N, self.hidden_size, self.input_size

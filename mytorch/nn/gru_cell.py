@@ -273,8 +273,8 @@ class GRUCell(RecurrentCell):
 
     def sequence_backward(self, dY, d_state_T):
         """Backward of ``sequence_forward``: returns ``(dX (T, N, I), dh_0 (N, H))`` and adds to ``self.grads``
-        what T calls of ``backward`` add. Per step only the recurrent products and a few in-place products run;
-        the input gradient and every weight gradient are one product per gate over all steps."""
+        what T calls of ``backward`` add. Per step only one recurrent product and a few in-place products run;
+        the input gradient and every weight gradient are one or two products over all steps."""
         record, steps, dY, (carry,) = begin_backward(self, dY, d_state_T)
         # BEGIN SOLUTION optional and not graded: the backward of your sequence_forward; until it exists the layer runs your per-step backward
         T, N, H = steps.T, steps.N, self.hidden_size
