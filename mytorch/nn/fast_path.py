@@ -16,7 +16,8 @@ all steps as one matrix product per gate with the biases folded in, transposed w
 call, every step's values written in place in arrays from the cell's workspace, laid out gate-major in the
 forward, (G, T, N, H), so that each gate's block of a step is contiguous, and side by side in the backward,
 (T, N, G·H), so that a step's recurrent gradient is one product for all the gates and each weight gradient
-(and dX) one or two over all steps (the TGRU, with no recurrent product, keeps its gate-major one per gate). This module holds what all cells share; the math is in each cell's file.
+(and dX) one or two over all steps (the TGRU, with no recurrent product, keeps its gate-major one per gate).
+This module holds what all cells share; the math is in each cell's file.
 
 Memory: those per-call arrays are megabytes each ((G, T, N, H) floats), and taking fresh ones every call costs
 more than the arithmetic done in them: freed memory goes back to the system, and the next call's first write
