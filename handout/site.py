@@ -104,10 +104,11 @@ def execute_notebook(path, library_root):
         notebook = nbformat.read(path, as_version=4)
         # a busy machine may deliver a cell's last outputs (a figure) seconds after the cell ended: wait for
         # them rather than drop them (nbclient's default: 4 s, then silently without them)
-        client = NotebookClient(notebook, timeout=EXECUTION_TIMEOUT, kernel_name="python3", record_timing=False,
-                                iopub_timeout=60, raise_on_iopub_timeout=True,
-                                resources={"metadata": {"path": os.path.dirname(path)}})
-        with tempfile.TemporaryFile() as stderr:     # the kernel's own chatter, shown only if it fails to start
+        with tempfile.TemporaryDirectory(prefix="kernel-") as sockets, \
+                tempfile.TemporaryFile() as stderr:  # the kernel's own chatter, shown only if it fails to start
+            client = NotebookClient(notebook, timeout=EXECUTION_TIMEOUT, km=_kernel_manager(sockets),
+                                    record_timing=False, iopub_timeout=60, raise_on_iopub_timeout=True,
+                                    resources={"metadata": {"path": os.path.dirname(path)}})
             try:
                 client.execute(env=env, stderr=stderr)
             except CellExecutionError as error:
@@ -124,10 +125,21 @@ def execute_notebook(path, library_root):
                      f"{said}")
 
 
+def _kernel_manager(sockets):
+    """A manager for a python3 kernel that talks over Unix sockets in the fresh folder ``sockets``.
+
+    Over TCP, each kernel's five ports are chosen free and then bound by the kernel later, so two kernels
+    starting at once (two builds, or the tests' workers) can pick the same port: one dies, or its client
+    waits on the other's. Socket files in a folder of its own cannot be taken by another kernel."""
+    from jupyter_client.manager import AsyncKernelManager
+    return AsyncKernelManager(kernel_name="python3", transport="ipc", ip=os.path.join(sockets, "k"))
+
+
 def _kernel_failed_to_start(error):
     """Whether nbclient's ``RuntimeError`` says the kernel died or went silent before its first reply: a
-    start-up failure (two kernels starting at once may pick the same free port), not the notebook's."""
-    return any(words in str(error) for words in ("before replying to kernel_info", "respond to heartbeats"))
+    start-up failure, not the notebook's."""
+    return any(words in str(error) for words in ("before replying to kernel_info", "respond to heartbeats",
+                                                 "respond in"))
 
 
 def _cache(cache_dir, library_root):

@@ -63,6 +63,23 @@ def test_a_kernel_gets_one_blas_thread_unless_the_environment_names_more(tmp_pat
     assert ran.cells[0].outputs[0].text.split() == ["1", "3"]
 
 
+def test_a_kernel_talks_over_sockets_in_a_folder_of_its_own(tmp_path):
+    """No TCP ports, which two kernels starting at once could both pick: Unix sockets in a fresh folder."""
+    from handout import site
+    cell = nbformat.v4.new_code_cell("import json, os\nfrom ipykernel.connect import get_connection_info\n"
+                                     "info = json.loads(get_connection_info())\n"
+                                     "print(info['transport'], os.path.dirname(info['ip']))")
+    path = str(tmp_path / "transport.ipynb")
+    nbformat.write(nbformat.v4.new_notebook(cells=[cell]), path)
+    folders = set()
+    for _ in range(2):
+        transport, folder = site.execute_notebook(path, REPO).cells[0].outputs[0].text.split()
+        assert transport == "ipc" and os.path.basename(folder).startswith("kernel-")
+        assert not os.path.exists(folder)                    # removed with its sockets once the kernel ended
+        folders.add(folder)
+    assert len(folders) == 2
+
+
 def test_a_kernel_that_dies_at_start_is_retried_then_named_with_what_it_said(tmp_path):
     """A kernel that dies before its first reply (two kernels starting at once can pick the same free port) is
     started again; one that never starts fails the build with its own last words, not nbclient's traceback."""
