@@ -318,12 +318,14 @@ def names_line(text, mutant):
 
 def names_quantity(text, mutant):
     """The report names what the mutated line computes: the diagnosis names it (```da```, ``return of f`` for a
-    return), or an error is located at the statement that assigns it (``at …:74 in backward: da = …``)."""
+    return), or an error is located at the statement that assigns it (``at …:74 in backward: da = …``; or at the
+    mutated statement itself, whose target the mutation may have changed: ``lb[T + 1] = …``)."""
     quantities = [t.replace('"', "'") for t in mutant.targets] or ["return of "]
     text = text.replace('"', "'")
-    assigned = re.findall(r"^\s*at mytorch/\S+:\d+ in \w+: (.*)$", text, re.M)
-    return any(f"`{q}" in text for q in quantities) or \
-        any(re.match(rf"(\w+, )*{re.escape(q)}(, \w+)* *(\+|-|\*)?=", line) for q in quantities for line in assigned)
+    located = re.findall(r"^\s*at (mytorch/\S+):(\d+) in \S+: (.*)$", text, re.M)
+    return any(f"`{q}" in text for q in quantities) or any(
+        re.match(rf"(\w+, )*{re.escape(q)}(, \w+)* *(\+|-|\*)?=", line) for q in quantities for _, _, line in located) \
+        or bool(mutant.targets) and any(path == mutant.file and int(number) == mutant.line for path, number, _ in located)
 
 
 if __name__ == "__main__":

@@ -286,11 +286,13 @@ def first_wrong(reference, student, reference_complete=True, student_complete=Tr
     the cut. Neither is named then: only what the traces show is. ``deadline`` (``time.monotonic()``): past it,
     TimeoutError."""
     index = _Index(student)
-    names = {}                                         # base name -> the student's indices assigning it, in order
-    for j, s in enumerate(student):
+    names, names_in = {}, {}                           # base name (and function) -> the student's indices
+    for j, s in enumerate(student):                    # assigning it, in order
         names.setdefault(_base(s.name), []).append(j)
+        names_in.setdefault((s.function, _base(s.name)), []).append(j)
     found, at, bounds = {}, {}, {}
     latest, latest_in_frame = -1, {}                   # the student's index of the last quantity found (in q's call)
+    compared = {}                                      # (q's call, name) -> the student's value last found for it
     with np.errstate(invalid="ignore", over="ignore"):   # (for _close_rows: once, not per comparison)
         for i, q in enumerate(reference):
             if deadline is not None and time.monotonic() > deadline:
@@ -303,10 +305,18 @@ def first_wrong(reference, student, reference_complete=True, student_complete=Tr
             if after is None:
                 after = latest_in_frame.get(q.frame, latest)
             # … and for a name the student uses too, only its next assignment (d_prev must not stand in for d_state,
-            # nor next step's value for this one)
-            named = names.get(_base(q.name), [])
+            # nor next step's value for this one), after the one found for this name's previous assignment in the
+            # same call: a loop's iterations are compared in order, the n-th with the n-th, even when what they
+            # read (a dict, a loop variable) is not a value of its own
+            # (the name in q's function: a caller's `ext` is not its callee's `ext`)
+            named = names_in.get((q.function, _base(q.name))) or names.get(_base(q.name), [])
+            key = (q.frame, _base(q.name))
+            if named:
+                after = max(after, compared.get(key, -1))
             k = bisect.bisect_right(named, after)
             found[i] = index.find(q.value, only=named[k]) if k < len(named) else index.find(q.value, after)
+            if found[i] and k < len(named):
+                compared[key] = named[k]
             if found[i]:
                 at[i] = latest = latest_in_frame[q.frame] = min(j for j, _ in found[i])
             bounds[i] = after
@@ -470,10 +480,10 @@ def _names(items):
         (" and " if len(items) > 1 else "") + (f"`{items[-1]}`" if not items[-1][0].isdigit() else items[-1])
 
 
-def _what_is_right(finding, reference, student, callers=None):
+def _what_is_right(finding, reference, student, callers=None, besides=()):
     """'your RNNCell.forward; in RNNCell.backward, `dh_t` and `da` match the reference': the functions before the
     wrong quantity's (but those its call was made from, still under way: ``callers``, a trace's), and the
-    student's own values found right in its call, by the student's names."""
+    student's own values found right in its call, by the student's names (but ``besides``: a stray write's)."""
     q = reference[finding.wrong]
     calling, frame = set(), q.frame
     while callers and frame in callers and frame not in calling:
@@ -484,7 +494,7 @@ def _what_is_right(finding, reference, student, callers=None):
                if f != q.function and f not in calling][-3:]
     same = [student[min(j for j, _ in finding.found[k])].name for k in finding.right
             if reference[k].frame == q.frame and finding.found.get(k)]
-    same = [name for name in same if not name.startswith("return of")]
+    same = [name for name in same if not name.startswith("return of") and name not in besides]
     words = []
     earlier = [f for f in earlier if not f.rpartition(".")[2].startswith("_")     # helpers: named where they fail
                and "<locals>" not in f]
@@ -499,13 +509,13 @@ def _what_is_right(finding, reference, student, callers=None):
     return "; ".join(words)
 
 
-def _called_from(trace, record, levels=2):
+def _called_from(trace, record, levels=2, across_files=False):
     """'called from ctc.py:112 (which gives `la[t]`): <line>' when ``record`` was computed in a helper of the
-    same file: the line that called it is where the student wrote the call."""
+    same file (or in any call, ``across_files``): the line that called it is where the student wrote the call."""
     lines, frame = [], record.frame
     while frame in trace.callers and len(lines) < levels:
         caller, file, line, text = trace.callers[frame]
-        if file != record.file:
+        if file != record.file and not across_files:
             break
         gives = [r.name for r in trace.records if r.frame == caller and r.line == line]
         lines.append(f"    called from {file}:{line}" + (f" (which gives {_names(gives)})" if gives else "") +
@@ -552,10 +562,14 @@ def explain(reference, student, config=None, wrong_outputs=(), forward_right=Fal
     reads = [ref[p].name for p in q.reads]
     lines = [f"Where your values first go wrong: `{q.name}`" +
              (f" (computed from {_names(reads)})" if reads else "") + (f": {_equation(q.text)}" if q.text else "")]
-    right = _what_is_right(finding, ref, mine, reference.callers)
+    j = candidate(finding, ref, mine)
+    stray = _stray_write(finding, ref, mine, j)
+    right = _what_is_right(finding, ref, mine, reference.callers, () if stray is None else (mine[stray].name,))
     if right:
         lines.append(f"  Right so far: {right}.")
-    j = candidate(finding, ref, mine)
+    if stray is not None:
+        lines += _stray_lines(finding, ref, mine, stray)
+        j = None if j is not None and mine[j].line == mine[stray].line else j
     if j is not None:
         s = mine[j]
         previous = [(r.value, None if r.frame == q.frame else r.function)
@@ -567,7 +581,14 @@ def explain(reference, student, config=None, wrong_outputs=(), forward_right=Fal
         difference = "; ".join(t for t in (_first_difference(s.value, q.value, other), kind) if t)
         if difference:
             lines.append(f"    {difference}")
-        lines += _called_from(student, s)
+        if not q.reads and not s.reads and s.frame in student.callers:
+            # computed from the call's arguments alone: the wrong value came in with the call, whose line (in
+            # any file, and its caller's) is where to look
+            lines.append(f"    it reads only what {s.function} was given: if this line is right, look at what the "
+                         "call passed in")
+            lines += _called_from(student, s, across_files=True)
+        else:
+            lines += _called_from(student, s)
     else:
         named = [s for s in mine[finding.after + 1:] if _base(s.name) == _base(q.name)]
         if named:                                      # the student's value of that name, in another shape
@@ -583,6 +604,46 @@ def explain(reference, student, config=None, wrong_outputs=(), forward_right=Fal
     if student.lost:
         lines.append(f"  (the trace of your code stopped early: {student.lost})")
     return lines
+
+
+def _container(name):
+    """``new_label`` of ``new_label[grown]``, ``ext`` of ``ext[1::2]``; None for a plain name."""
+    match = re.fullmatch(r"(\w+)\[.*\]", _base(name))
+    return match.group(1) if match and not name.startswith("return of") else None
+
+
+def _stray_write(finding, reference, student, before=None):
+    """The student's index of a write into an entry that the reference never writes in that function (``ext[3::2]``
+    where the reference writes ``skip[3::2]``; ``new_label[prefix]`` in a loop that fills ``new_blank``), into a
+    container the wrong quantity is, or reads, in its call, made before the wrong quantity's own value
+    (``before``: the student's index of it, if known); or None. A value put in the wrong place is never wrong
+    itself: what reads the container is."""
+    q = reference[finding.wrong]
+    containers = {_container(q.name) or _base(q.name)} | {_base(reference[p].name) for p in q.reads}
+    written = {_base(r.name) for r in reference if r.function == q.function}
+    if before is not None:                             # in the call that computed it, before it
+        span, frame = range(before), student[before].frame
+    else:
+        span, frame = range(finding.after + 1, len(student)), None
+    for j in span:
+        s = student[j]
+        if (s.frame == frame if frame is not None else s.function == q.function) \
+                and _container(s.name) in containers and _base(s.name) not in written:
+            return j
+    return None
+
+
+def _stray_lines(finding, reference, student, j):
+    """The report's lines for a stray write (``_stray_write``): where, and whose value it is when the reference
+    gives that value to another name there."""
+    s, q = student[j], reference[finding.wrong]
+    lines = [f"  your `{s.name}` at {s.file}:{s.line}" + (":\n" + textwrap.indent(s.text, "    ") if s.text else "")]
+    owners = [reference[i].name for i, hits in finding.found.items() if any(k == j for k, _ in hits)
+              and reference[i].function == q.function and _base(reference[i].name) != _base(s.name)]
+    says = f"    the reference never assigns `{s.name}` in {q.function}"
+    if owners:
+        says += f"; this value is its `{owners[0]}`"
+    return lines + [says + f", so `{_container(s.name)}` holds an entry it should not"]
 
 
 def gate_blocks(names_and_arrays, config):
