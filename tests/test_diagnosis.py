@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from autograder.diagnosis import matching, mistakes, tracing
-from autograder.parts import data, spec
+from autograder.parts import data, driver, spec
 from tests import mutants
 from tests.graderkit import REPO, check_gradescope, load_results, make_submission, run_cli
 
@@ -338,6 +338,11 @@ def test_a_value_written_under_the_wrong_name_is_reported_where_it_is_written():
     student[3] = _record("return of extend[0]", [0.0, 4, 0, 5, 0], [0, 1], line=95, function="extend")
     lines = matching.explain(matching.Trace(reference), matching.Trace(student))
     assert not any("never assigns" in line for line in lines)
+    # the same container indexed otherwise (ext[1:5:2] for ext[1::2]) is never stray, nor is a wrong value
+    student[2] = _record("ext[1:5:2]", [4.0, 4.0], [0], line=92, function="extend")
+    student.insert(3, _record("skip[3:4]", [7.0], [1], line=93, function="extend"))
+    lines = matching.explain(matching.Trace(reference), matching.Trace(student))
+    assert not any("never assigns" in line for line in lines), lines
 
 
 def test_a_wrong_value_a_call_was_given_is_followed_to_the_calls_that_passed_it():
@@ -361,6 +366,64 @@ def test_a_wrong_value_a_call_was_given_is_followed_to_the_calls_that_passed_it(
     student = matching.Trace([records[0], _record("a", x - h, [0], line=58, frame=3, function="RNNCell.forward")],
                              callers=callers)
     assert not any("was given" in line or "called from" in line for line in matching.explain(reference, student))
+
+
+def test_an_infinite_reference_entry_is_matched_by_itself_alone():
+    """−inf in log space (a state the lattice forbids) is not 'close' to a finite value: its relative tolerance
+    would be infinite. NaN matches NaN."""
+    target = np.array([-np.inf, 1.0, np.nan])
+    rows = np.array([[-np.inf, 1.0, np.nan], [-9.0, 1.0, np.nan], [np.inf, 1.0, np.nan], [-np.inf, 1.0, 2.0],
+                     [-np.inf, 1.0 + 1e-12, np.nan]])
+    with np.errstate(invalid="ignore", over="ignore"):
+        assert matching._close_rows(rows, target).tolist() == [True, False, False, False, True]
+
+
+def test_a_value_computed_in_the_handouts_own_code_is_not_called_the_students():
+    """A wrong `total` in the provided _lse is 'in the provided _lse', followed to the student's line that called
+    it ('your line'); a function the handout gives whole is not among 'your' functions right so far."""
+    a, b = np.array([1.0, 2.0]), np.array([3.0, 4.0])
+    ctc = "mytorch/nn/ctc.py"
+
+    def record(name, value, reads, line, frame, function):
+        return matching.Record(name, ctc, line, "", frame, function, tuple(reads), np.asarray(value))
+    assert driver.handout_function(ctc, "_lse") and not driver.handout_function(ctc, "log_alpha")
+    reference = [record("S", [5.0], [], 101, 1, "final_states"), record("stay", a, [], 114, 2, "log_alpha"),
+                 record("total", a + b, [1], 58, 3, "_lse")]
+    callers = {3: (2, ctc, 115, "la[t] = _lse(stay, move, jump) + ly[t]"),
+               2: (0, "mytorch/nn/ctc_course.py", 103, "gamma = …")}
+    student = matching.Trace(reference[:2] + [record("total", a - b, [1], 58, 3, "_lse")], callers=callers)
+    lines = matching.explain(matching.Trace(reference, callers=callers), student)
+    assert not any("final_states" in line for line in lines)                     # not "Right so far: your …"
+    assert lines[1] == "  `total` in the provided _lse at mytorch/nn/ctc.py:58"
+    assert lines[3] == "    called from your line mytorch/nn/ctc.py:115:\n      la[t] = _lse(stay, move, jump) + ly[t]"
+    assert len(lines) == 4 and not any("your `total`" in line for line in lines)
+    mine = [record("S", [5.0], [], 101, 1, "extend_target")] + reference[1:]       # the student's own function
+    lines = matching.explain(matching.Trace(mine, callers=callers), matching.Trace(mine[:2] + student.records[2:],
+                                                                                      callers=callers))
+    assert lines[1] == "  Right so far: your extend_target."
+
+
+def test_the_handouts_whole_functions_are_the_solutions_functions_without_a_region():
+    """``driver.HANDOUT_FUNCTIONS`` is what the solution's markers give: every function (but dunders) of a file
+    students write in that holds no solution region."""
+    from handout.markers import find_regions
+    for relative in mutants.SOLUTION_FILES:
+        path = os.path.join(REPO, "mytorch", relative)
+        source = open(path).read()
+        spans = []
+
+        def walk(node, prefix):
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    spans.append((child.lineno, child.end_lineno, prefix + child.name))
+                    walk(child, prefix + child.name + ".<locals>.")
+                elif isinstance(child, ast.ClassDef):
+                    walk(child, prefix + child.name + ".")
+        walk(ast.parse(source), "")
+        written = {min((s for s in spans if s[0] <= region.begin + 1 <= s[1]), key=lambda s: s[1] - s[0])[2]
+                   for region in find_regions(source.splitlines(), path)}
+        whole = {name for _, _, name in spans if name not in written and not name.rpartition(".")[2].startswith("__")}
+        assert driver.HANDOUT_FUNCTIONS["mytorch/" + relative] == whole, relative
 
 
 def test_right_so_far_never_names_the_call_the_wrong_quantity_is_computed_in():

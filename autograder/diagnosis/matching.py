@@ -45,6 +45,7 @@ import time
 import numpy as np
 
 from autograder.diagnosis import compare
+from autograder.parts.driver import handout_function  # a plain table; imported now, never after
 from autograder.sandbox import runner, untrusted
 
 RTOL, ATOL = compare.RTOL, compare.ATOL      # one tolerance for judging and for diagnosing
@@ -187,9 +188,11 @@ def _close_rows(matrix, target):
     """Which rows of ``matrix`` (n, size) equal ``target`` (size,) within the tolerance (±inf and NaN alike).
     Called under ``np.errstate(invalid="ignore", over="ignore")`` (by ``first_wrong``, once for all)."""
     close = np.abs(matrix - target) <= ATOL + RTOL * np.abs(target)
-    if not np.isfinite(target).all():                 # (for a finite target, closeness says it all)
-        close |= matrix == target
-        close |= np.isnan(matrix) & np.isnan(target)
+    finite = np.isfinite(target)
+    if not finite.all():                              # (for a finite target, closeness says it all)
+        # an infinite entry is matched by itself alone: its tolerance, RTOL * inf, would admit any finite value
+        # (a jump from a state the lattice forbids, −inf in log space, taken as right)
+        close = np.where(finite, close, (matrix == target) | (np.isnan(matrix) & np.isnan(target)))
     return close.all(axis=1)
 
 
@@ -496,8 +499,9 @@ def _what_is_right(finding, reference, student, callers=None, besides=()):
             if reference[k].frame == q.frame and finding.found.get(k)]
     same = [name for name in same if not name.startswith("return of") and name not in besides]
     words = []
+    files = {r.function: r.file for r in reference}
     earlier = [f for f in earlier if not f.rpartition(".")[2].startswith("_")     # helpers: named where they fail
-               and "<locals>" not in f]
+               and "<locals>" not in f and not handout_function(files[f], f)]        # and the handout's: not yours
     if earlier and all(any(reference[k].function == f for k in finding.right) for f in earlier):
         wrong_before = [k for k in range(finding.wrong) if k not in set(finding.right)
                         and reference[k].function in earlier]
@@ -509,17 +513,33 @@ def _what_is_right(finding, reference, student, callers=None, besides=()):
     return "; ".join(words)
 
 
-def _called_from(trace, record, levels=2, across_files=False):
+def _shown(record):
+    """'  your `da` at FILE:LINE:' and the statement, or '  `total` in the provided _lse at …' for a value
+    computed in a function the handout gives whole: only the student's own code is called theirs."""
+    if handout_function(record.file, record.function):
+        where = f"  `{record.name}` in the provided {record.function} at {record.file}:{record.line}"
+    else:
+        where = f"  your `{record.name}` at {record.file}:{record.line}"
+    return where + (":\n" + textwrap.indent(record.text, "    ") if record.text else "")
+
+
+def _called_from(trace, record, levels=2, across_files=False, until_own=False):
     """'called from ctc.py:112 (which gives `la[t]`): <line>' when ``record`` was computed in a helper of the
-    same file (or in any call, ``across_files``): the line that called it is where the student wrote the call."""
+    same file (or in any call, ``across_files``): the line that called it is where the student wrote the call.
+    ``until_own``: up to the first call made from the student's own code, which is 'your line'."""
     lines, frame = [], record.frame
+    functions = {r.frame: (r.file, r.function) for r in trace.records} if until_own else {}
     while frame in trace.callers and len(lines) < levels:
         caller, file, line, text = trace.callers[frame]
         if file != record.file and not across_files:
             break
+        own = until_own and caller in functions and not handout_function(*functions[caller])
         gives = [r.name for r in trace.records if r.frame == caller and r.line == line]
-        lines.append(f"    called from {file}:{line}" + (f" (which gives {_names(gives)})" if gives else "") +
+        lines.append(f"    called from {'your line ' if own else ''}{file}:{line}" +
+                     (f" (which gives {_names(gives)})" if gives else "") +
                      (":\n" + textwrap.indent(text, "      ") if text else ""))
+        if own:
+            break
         frame = caller
     return lines
 
@@ -575,13 +595,15 @@ def explain(reference, student, config=None, wrong_outputs=(), forward_right=Fal
         previous = [(r.value, None if r.frame == q.frame else r.function)
                     for r in ref[:finding.wrong] if _base(r.name) == _base(q.name)][-1:]
         kind = kind_of_difference(s.value, q.value, previous, gates, q.function)
-        lines.append(f"  your `{s.name}` at {s.file}:{s.line}" + (":\n" + textwrap.indent(s.text, "    ") if s.text else ""))
+        lines.append(_shown(s))
         # a value of another name is the nearest one, not the quantity: say whose value it is compared with
         other = q.name if _base(s.name) != _base(q.name) else None
         difference = "; ".join(t for t in (_first_difference(s.value, q.value, other), kind) if t)
         if difference:
             lines.append(f"    {difference}")
-        if not q.reads and not s.reads and s.frame in student.callers:
+        if handout_function(s.file, s.function):
+            lines += _called_from(student, s, levels=3, across_files=True, until_own=True)
+        elif not q.reads and not s.reads and s.frame in student.callers:
             # computed from the call's arguments alone: the wrong value came in with the call, whose line (in
             # any file, and its caller's) is where to look
             lines.append(f"    it reads only what {s.function} was given: if this line is right, look at what the "
@@ -593,7 +615,7 @@ def explain(reference, student, config=None, wrong_outputs=(), forward_right=Fal
         named = [s for s in mine[finding.after + 1:] if _base(s.name) == _base(q.name)]
         if named:                                      # the student's value of that name, in another shape
             s = named[0]
-            lines.append(f"  your `{s.name}` at {s.file}:{s.line}" + (":\n" + textwrap.indent(s.text, "    ") if s.text else ""))
+            lines.append(_shown(s))
             lines.append(f"    shape {s.value.shape}, expected {q.value.shape}")
             lines += _called_from(student, s)
         else:
@@ -613,13 +635,15 @@ def _container(name):
 
 
 def _stray_write(finding, reference, student, before=None):
-    """The student's index of a write into an entry that the reference never writes in that function (``ext[3::2]``
-    where the reference writes ``skip[3::2]``; ``new_label[prefix]`` in a loop that fills ``new_blank``), into a
-    container the wrong quantity is, or reads, in its call, made before the wrong quantity's own value
-    (``before``: the student's index of it, if known); or None. A value put in the wrong place is never wrong
-    itself: what reads the container is."""
+    """The student's index of a value written into the wrong container, or None: an entry the reference never
+    assigns in that function, of a container the wrong quantity is or reads, whose value is the reference's
+    value of an entry of another container there (``ext[3::2] = …`` where the reference writes that value to
+    ``skip[3::2]``; ``new_label[prefix] = …`` in the loop that fills ``new_blank``). Only in the wrong
+    quantity's call, before its own value (``before``: the student's index of it, if known). The value is right
+    and in the wrong place, so it is never the first wrong quantity itself: what reads its container is. An
+    entry merely indexed otherwise (``la[t, :]`` for ``la[t]``) is the same container's, never stray."""
     q = reference[finding.wrong]
-    containers = {_container(q.name) or _base(q.name)} | {_base(reference[p].name) for p in q.reads}
+    containers = {_container(r.name) or _base(r.name) for r in [q] + [reference[p] for p in q.reads]}
     written = {_base(r.name) for r in reference if r.function == q.function}
     if before is not None:                             # in the call that computed it, before it
         span, frame = range(before), student[before].frame
@@ -628,22 +652,30 @@ def _stray_write(finding, reference, student, before=None):
     for j in span:
         s = student[j]
         if (s.frame == frame if frame is not None else s.function == q.function) \
-                and _container(s.name) in containers and _base(s.name) not in written:
+                and _container(s.name) in containers and _base(s.name) not in written \
+                and _owner(finding, reference, student, j, q.function) is not None:
             return j
     return None
 
 
+def _owner(finding, reference, student, j, function):
+    """The name of the reference's entry in ``function``, of a container other than the one the student's value
+    j is written into, whose value j holds; or None."""
+    container = _container(student[j].name)
+    for i, hits in finding.found.items():
+        r = reference[i]
+        if r.function == function and _container(r.name) not in (None, container) and any(k == j for k, _ in hits):
+            return r.name
+    return None
+
+
 def _stray_lines(finding, reference, student, j):
-    """The report's lines for a stray write (``_stray_write``): where, and whose value it is when the reference
-    gives that value to another name there."""
+    """The report's lines for a stray write (``_stray_write``): where, and whose value it is."""
     s, q = student[j], reference[finding.wrong]
-    lines = [f"  your `{s.name}` at {s.file}:{s.line}" + (":\n" + textwrap.indent(s.text, "    ") if s.text else "")]
-    owners = [reference[i].name for i, hits in finding.found.items() if any(k == j for k, _ in hits)
-              and reference[i].function == q.function and _base(reference[i].name) != _base(s.name)]
-    says = f"    the reference never assigns `{s.name}` in {q.function}"
-    if owners:
-        says += f"; this value is its `{owners[0]}`"
-    return lines + [says + f", so `{_container(s.name)}` holds an entry it should not"]
+    return [_shown(s),
+            f"    the reference never assigns `{s.name}` in {q.function}; this value is its "
+            f"`{_owner(finding, reference, student, j, q.function)}`, so `{_container(s.name)}` holds an entry "
+            "it should not"]
 
 
 def gate_blocks(names_and_arrays, config):

@@ -329,6 +329,40 @@ PROVIDED_FUNCTIONS = {("mytorch/nn/recurrent.py", f) for f in (
 PROVIDED_FUNCTIONS |= {("mytorch/nn/gru_block_cell.py", "_check_op"), ("mytorch/nn/tgru_cell.py", "_draw"),
                        ("mytorch/nn/tgru_cell.py", "_initialisers")}
 
+# The functions the handout gives whole in the files students write in (each has no solution region; dunders
+# left out). They are traced, their values are quantities of the reference trace, but they are never the
+# student's: a wrong value first seen in one is reported with the student's call that led there.
+# tests/test_diagnosis.py checks this table against the solution's markers.
+HANDOUT_FUNCTIONS = {
+    "mytorch/nn/rnn_cell.py": {
+        "RNNCell._bias"},
+    "mytorch/nn/gru_cell.py": {
+        "GRUCell._gate_rows", "GRUCell.init_weights", "_both_names", "_grad_view",
+        "_grad_view.<locals>.get", "_grad_view.<locals>.set_", "_param_view",
+        "_param_view.<locals>.get", "_param_view.<locals>.set_"},
+    "mytorch/nn/gru_block_cell.py": {
+        "GRUBlockCell.forward", "_check_op"},
+    "mytorch/nn/gmu_cell.py": set(),
+    "mytorch/nn/tgru_cell.py": {
+        "TGRUCell.initial_state_backward", "TGRUCell.initial_state_part", "TGRUCell.state_widths",
+        "_draw", "_initialisers"},
+    "mytorch/nn/lstm_cell.py": {
+        "LSTMCell._bias", "LSTMCell.state_widths"},
+    "mytorch/nn/recurrent.py": {
+        "Recurrent._as_state", "Recurrent._h", "Recurrent._initial_state_grads", "Recurrent._layout",
+        "Recurrent._lengths", "Recurrent._parts", "Recurrent._public_states", "Recurrent._split_states",
+        "Recurrent._start_state", "Recurrent._time_major", "Recurrent._zeros_for_none"},
+    "mytorch/nn/ctc.py": {
+        "CTCLoss.backward", "CTCLoss.forward", "_int_array", "_lattice", "_lse", "_lse_last",
+        "_prepare", "_reduce", "_shift", "class_sums", "ctc_loss", "final_states"},
+    "mytorch/nn/ctc_course.py": {
+        "BeamSearchDecoder.decode", "CTC.extend_target_with_blank", "CTC.get_backward_probs",
+        "CTC.get_forward_probs", "CTC.get_posterior_probs", "GreedySearchDecoder.decode", "_log",
+        "_per_sequence", "_symbols"},
+    "mytorch/nn/ctc_decode.py": {
+        "_add", "_batched", "beam_search", "best_path", "greedy_search", "prefix_beam_search"},
+}
+
 # provided checks of a public method's arguments: an error there is the caller's
 VALIDATORS = {"_prepare", "_prepare_backward", "_array", "_split_state", "_split_states", "_lengths", "_time_major"}
 
@@ -336,6 +370,13 @@ VALIDATORS = {"_prepare", "_prepare_backward", "_array", "_split_state", "_split
 def _inside(path, root):
     path = os.path.realpath(path)
     return os.path.relpath(path, root) if path.startswith(root + os.sep) else None
+
+
+def handout_function(relpath, function):
+    """Whether ``function`` (a qualified name, ``f.<locals>.g`` counting as ``f``'s) of ``relpath`` is one the
+    handout gives whole (``HANDOUT_FUNCTIONS``) or a provided one (``PROVIDED_FUNCTIONS``)."""
+    names = HANDOUT_FUNCTIONS.get(relpath, ())
+    return function in names or function.split(".<locals>.")[0] in names or (relpath, function) in PROVIDED_FUNCTIONS
 
 
 def _provided(relpath, function):
