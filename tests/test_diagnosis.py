@@ -57,6 +57,36 @@ def test_the_trace_records_assignments_with_their_lines_reads_and_callers(tmp_pa
     assert sys.gettrace() is None
 
 
+def test_a_value_computed_in_a_loop_carries_its_loop_variables(tmp_path):
+    """Which iteration a value is from, in the student's own names: the integers (and tuples of integers: a
+    beam's prefix) that the ``for`` loops around the statement bind, innermost last; a helper's loops are its own."""
+    f = _module(tmp_path, (
+        "import numpy as np\n"
+        "def scale(v):\n"
+        "    w = v * 2.0\n"
+        "    return w\n"
+        "def walk(x, beams):\n"
+        "    h = x * 0.0\n"
+        "    for layer, direction in [(0, 1), (1, 0)]:\n"
+        "        for t in range(2):\n"
+        "            h = h + scale(x[t])\n"
+        "    for prefix, score in beams.items():\n"
+        "        s = score + 1.0\n"
+        "    return h\n"))
+    with tracing.Trace(str(tmp_path)) as trace:
+        f["walk"](np.ones((2, 3)), {(1, 2): 0.5})
+    at = [(r["name"], r["at"]) for r in trace.records]
+    assert at[0] == ("h", [])
+    assert at[1:4] == [("w", []), ("h", [["layer", 0], ["direction", 1], ["t", 0]]), ("w", [])]
+    assert ("h", [["layer", 1], ["direction", 0], ["t", 1]]) in at
+    assert ("s", [["prefix", [1, 2]]]) in at                            # the score, a float, is no label
+    meta, flat = trace.pack()
+    parsed = matching.parse(json.loads(json.dumps(meta)), flat)
+    record = [r for r in parsed.records if r.name == "h"][-1]
+    assert record.at == (("layer", 1), ("direction", 0), ("t", 1))
+    assert matching._shown(record).startswith("  your `h` at mytorch/m.py:9 (when layer = 1, direction = 0, t = 1)")
+
+
 def _code_objects(code):
     yield code
     for const in code.co_consts:
@@ -151,9 +181,16 @@ def test_a_malformed_trace_is_refused_with_a_value_error():
         broken["records"][0][field] = value
         with pytest.raises(ValueError):
             matching.parse(broken, flat)
-    for record in (None, "x", meta["records"][0][:6], meta["records"][0] + [0]):
+    for record in (None, "x", meta["records"][0][:6], meta["records"][0] + [[], 0]):
         with pytest.raises(ValueError):
             matching.parse(dict(meta, records=[record] + meta["records"][1:]), flat)
+    # a record's loop variables only label a report: well formed, they are kept; else dropped, never trusted
+    for at, kept in (([["t", 3], ["prefix", [1, 2]]], (("t", 3), ("prefix", (1, 2)))), ([["t", -1]], (("t", -1),)),
+                     (0, ()), ([["t\n; x", 3]], ()), ([["t", 1 << 40]], ()), ([["t", "3"]], ()), ([["t", 3.0]], ()),
+                     ([["t", [1] * 21]], ()), ([["t", True]], ()), ([["a", 1]] * 5, (("a", 1),) * 4),
+                     ([["t", 3, 4]], ()), ([["x" * 31, 3]], ())):
+        records = [meta["records"][0] + [at]] + meta["records"][1:]
+        assert matching.parse(dict(meta, records=records), flat).records[0].at == kept, at
     for values in (flat[:-1], np.append(flat, 0.0), flat.astype(np.float32), flat.reshape(1, -1), list(flat)):
         with pytest.raises(ValueError):
             matching.parse(meta, values)

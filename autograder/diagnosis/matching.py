@@ -73,6 +73,7 @@ class Record:
     function: str
     reads: tuple
     value: np.ndarray
+    at: tuple = ()               # (name, value) of the loop variables of its iteration: (("t", 3), ("k", 1))
 
 
 def _int(v, low=0, high=1 << 31):
@@ -103,9 +104,9 @@ def parse(meta, flat):
             cleaned[key] = untrusted.line(value, limit)
         return cleaned[key]
     for index, entry in enumerate(entries):
-        if not (isinstance(entry, list) and len(entry) == 7):
+        if not (isinstance(entry, list) and len(entry) in (7, 8)):
             raise ValueError("a malformed trace record")
-        name, file, line, frame, function, reads, dims = entry
+        name, file, line, frame, function, reads, dims = entry[:7]
         if not (isinstance(name, str) and isinstance(file, str) and isinstance(function, str)
                 and isinstance(reads, list) and isinstance(dims, list) and len(dims) <= 8):
             raise ValueError("a malformed trace record")
@@ -119,7 +120,7 @@ def parse(meta, flat):
             code[where] = code_text(texts.get(where, ""))
         records.append(Record(clean(name, 120), clean(file, 200), line, code[where],
                               _int(frame), clean(function, 80), tuple(r for r in map(_int, reads[:64]) if r < index),
-                              flat[offset:offset + size].reshape(shape)))
+                              flat[offset:offset + size].reshape(shape), _iteration(entry[7] if len(entry) == 8 else [])))
         offset += size
     if offset != flat.size:
         raise ValueError("a trace's values do not add up")
@@ -134,6 +135,34 @@ def parse(meta, flat):
 
 
 CODE_LINES = 4                                 # lines of a statement shown
+LOOP_NAME = re.compile(r"[A-Za-z_]\w{0,29}")
+
+
+def _iteration(raw):
+    """A record's loop variables from the child, checked: ((name, int or tuple of ints), …), at most 4; anything
+    malformed is dropped (it only labels a report)."""
+    if not isinstance(raw, list):
+        return ()
+    at = []
+    for pair in raw[:4]:
+        if not (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)
+                and LOOP_NAME.fullmatch(pair[0])):
+            return ()
+        value = pair[1]
+        if type(value) is int and abs(value) < 1 << 31:
+            at.append((pair[0], value))
+        elif type(value) is list and len(value) <= 20 and all(type(v) is int and abs(v) < 1 << 31 for v in value):
+            at.append((pair[0], tuple(value)))
+        else:
+            return ()
+    return tuple(at)
+
+
+def _when(record):
+    """' (when t = 3, k = 1)' for a value computed in a loop, in the student's own names; '' otherwise."""
+    if not record.at:
+        return ""
+    return " (when " + ", ".join(f"{name} = {value}" for name, value in record.at) + ")"
 
 
 def code_text(value):
@@ -519,7 +548,7 @@ def _shown(record):
     if handout_function(record.file, record.function):
         where = f"  `{record.name}` in the provided {record.function} at {record.file}:{record.line}"
     else:
-        where = f"  your `{record.name}` at {record.file}:{record.line}"
+        where = f"  your `{record.name}` at {record.file}:{record.line}{_when(record)}"
     return where + (":\n" + textwrap.indent(record.text, "    ") if record.text else "")
 
 
@@ -711,9 +740,10 @@ def without_source(trace):
 
 
 class Budget:
-    """The seconds the grading process may spend matching the traces of one submission, its parts together
-    (each part's at most DIAGNOSIS_SECONDS): forged traces in every failing part cost it SUBMISSION_SECONDS in
-    all, and a few diagnoses' more while they end (parts are judged at once)."""
+    """The seconds the diagnoses of one submission may take, its parts together (each part's at most
+    DIAGNOSIS_SECONDS): the traced run of the student's code, its trace's transfer and parsing, and the
+    matching. Forged or stalling traces in every failing part cost it SUBMISSION_SECONDS in all, and a few
+    diagnoses' more while they end (parts are judged at once)."""
 
     def __init__(self, seconds=SUBMISSION_SECONDS):
         self.left, self._lock = seconds, threading.Lock()
@@ -734,26 +764,28 @@ def diagnose_case(part_data, k, root, wrong=(), timeout=20.0, memory_mb=1024, us
     ``wrong``: (label, got, expected) of the outputs that differ; ``budget``: the submission's ``Budget`` (a
     fresh one if None); ``child``: as for ``trace_case``."""
     budget = budget or Budget()
-    if budget.deadline() is None:
+    deadline, start = budget.deadline(), time.monotonic()
+    if deadline is None:
         return []
     try:
         reference = reference_trace(part_data, k, timeout, memory_mb, python)
         if reference is None or not reference.records:
             return []
-        traced = trace_case(root, part_data.configs[k], part_data.inputs[k], timeout, memory_mb, user, python,
-                            **child)
+        # the traced run is the student's code, which may stall when it sees a tracer: it gets what is left of
+        # the diagnosis's time, not the part's, and its trace's transfer and parsing count too
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return []
+        traced = trace_case(root, part_data.configs[k], part_data.inputs[k], min(timeout, left), memory_mb, user,
+                            python, **child)
         if traced is None:
             return []
         # a layer's forward outputs graded right in this case: what differs comes from its backward
         forward_right = "Y" in part_data.expected[k] and not any(
             label.startswith(("Y", "state_T")) for label, _, _ in wrong)
-        deadline, start = budget.deadline(), time.monotonic()
-        if deadline is None:
-            return []
-        try:
-            return explain(reference, traced[0], part_data.configs[k], gate_blocks(wrong, part_data.configs[k]),
-                           forward_right, deadline)
-        finally:
-            budget.spend(time.monotonic() - start)
+        return explain(reference, traced[0], part_data.configs[k], gate_blocks(wrong, part_data.configs[k]),
+                       forward_right, deadline)
     except Exception:                   # the diagnosis is a courtesy: it never costs the grade or the run
         return []
+    finally:
+        budget.spend(time.monotonic() - start)

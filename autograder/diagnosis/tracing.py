@@ -42,11 +42,12 @@ TEXT = 200                                         # characters of a line kept
 
 
 class _Statement:
-    """One assigning statement: its targets (AST nodes), the texts it reads, its first line and source."""
-    __slots__ = ("line", "targets", "text", "is_return", "_node", "_reads")
+    """One assigning statement: its targets (AST nodes), the texts it reads, its first line and source, and the
+    names its enclosing ``for`` loops bind (``t``; ``k, direction``): which iteration a value is from."""
+    __slots__ = ("line", "targets", "text", "is_return", "loops", "_node", "_reads")
 
-    def __init__(self, node, targets, source_lines, is_return=False):
-        self.line, self.targets, self.is_return = node.lineno, targets, is_return
+    def __init__(self, node, targets, source_lines, is_return=False, loops=()):
+        self.line, self.targets, self.is_return, self.loops = node.lineno, targets, is_return, loops
         self.text = shown_source(source_lines[node.lineno - 1:node.end_lineno])[:TEXT]
         self._node, self._reads = node, None
 
@@ -100,15 +101,23 @@ def _loads(node):
     return found
 
 
-def _statement_nodes(body):
-    """Every statement in a list of statements and in the statements it holds, in source order (assignments
-    are statements: the expressions between them need no visit, which ``ast.walk`` would make)."""
+def _statement_nodes(body, loops=()):
+    """(statement, names bound by the ``for`` loops around it in its function) for every statement in a list of
+    statements and in the statements it holds, in source order (assignments are statements: the expressions
+    between them need no visit, which ``ast.walk`` would make)."""
     for node in body:
-        yield node
+        yield node, loops
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            inside = ()                                  # a function's loops are its own
+        elif isinstance(node, (ast.For, ast.AsyncFor)):
+            targets = node.target.elts if isinstance(node.target, (ast.Tuple, ast.List)) else [node.target]
+            inside = loops + tuple(t.id for t in targets if isinstance(t, ast.Name))
+        else:
+            inside = loops
         for field in ("body", "orelse", "finalbody", "handlers", "cases"):
             inner = getattr(node, field, None)
             if isinstance(inner, list):
-                yield from _statement_nodes(inner)
+                yield from _statement_nodes(inner, inside if field == "body" else loops)
 
 
 def _statements(filename, source=None):
@@ -122,13 +131,13 @@ def _statements(filename, source=None):
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     lines, table = source.splitlines(), {}
-    for node in nodes:
+    for node, loops in nodes:
         if isinstance(node, ast.Assign):
-            statement = _Statement(node, node.targets, lines)
+            statement = _Statement(node, node.targets, lines, loops=loops)
         elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None:
-            statement = _Statement(node, [node.target], lines)
+            statement = _Statement(node, [node.target], lines, loops=loops)
         elif isinstance(node, ast.Return) and node.value is not None and not isinstance(node.value, ast.Name):
-            statement = _Statement(node, [], lines, is_return=True)
+            statement = _Statement(node, [], lines, is_return=True, loops=loops)
         else:
             continue
         for line in range(node.lineno, (node.end_lineno or node.lineno) + 1):
@@ -154,6 +163,22 @@ def _function_statements(code):
         return None
     head = "if 1:\n" + "\n" * (first - 2) if indented else "\n" * (first - 1)
     return _statements(code.co_filename, head + "".join(lines))
+
+
+ITERATION_NAMES = 4                                # loop variables kept per record
+
+
+def _iteration(names, local):
+    """[[name, value]] of the loop variables ``names`` that hold an integer or a short tuple of them (a step, a
+    layer, a direction, a beam's prefix), innermost loop last: which iteration a value is from."""
+    at = []
+    for name in names[-ITERATION_NAMES:]:
+        value = local.get(name)
+        if type(value) in (int, np.int64, np.int32):
+            at.append([name, int(value)])
+        elif type(value) is tuple and len(value) <= 20 and all(type(v) in (int, np.int64) for v in value):
+            at.append([name, [int(v) for v in value]])
+    return at
 
 
 def as_numbers(value):
@@ -342,20 +367,21 @@ class Trace:
         # what it read, resolved before any of its own targets is recorded (a, b = f(a, b) reads the old a)
         reads = sorted({state["by_text"].get(text, state["by_base"].get(base))
                         for text, base in statement.reads} - {None})
+        local = frame.f_locals
+        at = _iteration(statement.loops, local) if statement.loops else []
         if statement.is_return:
             if returned is not None:
                 name = f"return of {frame.f_code.co_name}"
                 for part, value in _parts(name, returned):
-                    self._keep(state, statement, reads, part, part, value)
+                    self._keep(state, statement, reads, part, part, value, at)
             return
-        local = frame.f_locals
         for target in statement.targets:
-            self._target(state, statement, reads, target, local)
+            self._target(state, statement, reads, target, local, at)
 
-    def _target(self, state, statement, reads, target, local):
+    def _target(self, state, statement, reads, target, local, at):
         if isinstance(target, (ast.Tuple, ast.List)):
             for element in target.elts:
-                self._target(state, statement, reads, element, local)
+                self._target(state, statement, reads, element, local, at)
             return
         if isinstance(target, ast.Starred):
             return
@@ -366,16 +392,16 @@ class Trace:
         name = _text(target)
         base = _text(target.value) if isinstance(target, ast.Subscript) else name
         for part, array in _parts(name, value):
-            self._keep(state, statement, reads, part, base, array)
+            self._keep(state, statement, reads, part, base, array, at)
 
-    def _keep(self, state, statement, reads, name, base, value):
+    def _keep(self, state, statement, reads, name, base, value, at=()):
         records, nbytes, _ = self.limits
         if len(self.records) >= records or self._bytes + value.nbytes > nbytes:
             self._stop("the trace is full")
             return
         index = len(self.records)
         self.records.append({"name": name, "file": state["rel"], "line": statement.line, "text": statement.text,
-                             "frame": state["frame"], "function": state["function"], "reads": reads})
+                             "frame": state["frame"], "function": state["function"], "reads": reads, "at": at})
         self.values.append(value)
         self._bytes += value.nbytes
         state["by_text"][name] = index
@@ -389,7 +415,7 @@ class Trace:
             key = f"{record['file']}:{record['line']}"
             texts.setdefault(key, record["text"])
             meta.append([record["name"], record["file"], record["line"], record["frame"], record["function"],
-                         record["reads"], list(value.shape)])
+                         record["reads"], list(value.shape)] + ([record["at"]] if record["at"] else []))
         flat = np.concatenate([v.ravel() for v in self.values]) if self.values else np.zeros(0)
         callers, wanted = {}, {r["frame"] for r in self.records}
         while wanted:                                    # who called each frame that recorded, and so on up
