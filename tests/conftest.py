@@ -1,9 +1,12 @@
 """Shared helpers: the cells under test, random data, and the optional PyTorch oracle."""
+import atexit
 import compileall
 import gc
 import importlib.util
 import os
+import shutil
 import sys
+import tempfile
 
 # One BLAS and one OpenMP thread in every process of the run, set before NumPy (or PyTorch) first loads: the
 # xdist workers and every process a test starts inherit it. Left to themselves, OpenBLAS and OpenMP start a
@@ -124,6 +127,9 @@ def pytest_configure(config):
     project's machine included), none of them writes the bytecode it compiled, and each compiled the grader's
     thirty modules again: 0.2 s of CPU a grade, a fifth of the CPU of test_autograder.py. Python reads bytecode it finds
     even when told not to write it; an instructor's first run of the grader leaves the same files."""
+    if "MYTORCH_TESTS_CONFIG" not in os.environ:                 # batch's secret: in the suite's folder, not ~
+        os.environ["MYTORCH_TESTS_CONFIG"] = os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="mytorch-config-")
+        atexit.register(shutil.rmtree, os.environ["XDG_CONFIG_HOME"], True)
     if not hasattr(config, "workerinput"):                        # the controller alone, before the workers
         for package in COMPILED_PACKAGES:
             compileall.compile_dir(os.path.join(REPO, package), quiet=1)

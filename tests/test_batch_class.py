@@ -337,6 +337,61 @@ def test_a_report_folder_a_student_could_have_filled_is_neither_trusted_nor_take
     assert "is not a report folder of this grader (it holds mytorch)" in proc.stderr, proc.stderr
 
 
+def test_a_grader_key_is_signed_with_a_secret_of_the_instructor_s_own(tmp_path, monkeypatch):
+    """Anyone with the grader can digest its files, the course and the seed: the key a resume trusts is signed
+    with a secret kept in the user's config folder (mode 0600, made on first use), so a student cannot sign
+    feedback of their own making. Another user's secret, or one others may read, is not used."""
+    import hashlib
+
+    from autograder.parts import course
+    the_course = course.load_course()
+    keys = []
+    for home in ("a", "b", "a"):
+        monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / home))
+        class_report._SECRET.clear()
+        keys.append(class_report.grader_key(the_course, None))
+        secret = tmp_path / home / "mytorch" / "batch-secret"
+        assert os.stat(secret).st_mode & 0o777 == 0o600 and os.stat(secret.parent).st_mode & 0o777 == 0o700
+        assert class_report.secret_problem() == ""
+    assert keys[0] == keys[2] != keys[1]
+    public = hashlib.sha256(class_report.grader_digest().encode())               # what the key used to be
+    public.update(the_course.to_toml().encode() + b"\0seed=None")
+    assert public.hexdigest()[:32] not in keys
+    os.chmod(tmp_path / "a" / "mytorch" / "batch-secret", 0o644)                 # others may read it: not used
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "a"))
+    class_report._SECRET.clear()
+    assert class_report.grader_key(the_course, None) != keys[0]
+    assert "is not yours alone" in class_report.secret_problem()
+    class_report._SECRET.clear()
+
+
+@pytest.mark.parametrize("planted", ["writable", "another user's"])
+def test_a_report_folder_another_user_could_have_filled_is_refused(tmp_path, planted):
+    """A report folder that another user made in advance (or may write) could hold feedback they wrote and
+    would hand them every student's: batch neither resumes from it nor writes into it."""
+    subs = tmp_path / "subs"
+    make_submission(subs / "mallory", [("nn/rnn_cell.py", "        x, (h,), batched, _ = self._prepare(x, state)\n",
+                                        "        raise ValueError('mine')\n")])
+    report = report_of(subs)
+    (report / "feedback").mkdir(parents=True)
+    (report / "feedback" / "mallory.txt").write_text("100 of 100\n")
+    if planted == "writable":
+        os.chmod(report / "feedback", 0o777)
+    else:
+        if os.geteuid() != 0:
+            pytest.skip("making a folder another user's needs root")
+        nobody = 65534
+        for path in (report, report / "feedback", report / "feedback" / "mallory.txt"):
+            os.chown(path, nobody, nobody)
+    proc = run_cli(["batch", str(subs)], timeout=120)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    said = " ".join(proc.stderr.split())
+    assert f"{report} is not yours alone" in said, said
+    assert ("may be changed by other users" if planted == "writable" else "not to you") in said, said
+    assert (report / "feedback" / "mallory.txt").read_text() == "100 of 100\n"           # left as it was
+    assert not (report / "scores.csv").exists()
+
+
 def test_a_batch_grades_two_parts_of_a_submission_at_once(tmp_path):
     """With one part of each submission at a time, a submission's slot idles while its child starts and ends
     and while the grader judges it: each submission keeps two parts in flight. Every call of the forward here

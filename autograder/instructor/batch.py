@@ -32,6 +32,7 @@ import concurrent.futures
 import contextlib
 import json
 import os
+import pwd
 import re
 import signal
 import stat
@@ -429,6 +430,43 @@ def not_a_report(path):
     return ""
 
 
+def _user(uid):
+    try:
+        return untrusted.line(pwd.getpwuid(uid).pw_name, 40)
+    except KeyError:
+        return f"uid {uid}"
+
+
+def not_ours(path):
+    """What at ``path`` (a report folder, or nothing yet) another user could have made or changed, in a few
+    words; '' if nothing. Its folder, its feedback folder and every file in them must be this user's (under
+    sudo, root's or the instructor's who ran sudo, ``keep_private``'s), and none writable by others: a
+    report folder another user made in advance could hold feedback they wrote, and would give them every
+    student's."""
+    mine = {os.geteuid()}
+    sudo = os.environ.get("SUDO_UID", "")
+    if os.geteuid() == 0 and sudo.isdigit():
+        mine.add(int(sudo))
+    try:
+        paths = [path]
+        feedback = os.path.join(path, class_report.FEEDBACK)
+        for folder in (path, feedback):
+            if os.path.isdir(folder):
+                paths += [os.path.join(folder, name) for name in sorted(os.listdir(folder))]
+        for where in paths:
+            info = os.lstat(where)
+            shown = untrusted.line(os.path.relpath(where, os.path.dirname(path)), 80)
+            if info.st_uid not in mine:
+                return f"{shown} belongs to {_user(info.st_uid)}, not to you"
+            if info.st_mode & 0o022 and not stat.S_ISLNK(info.st_mode):
+                return f"{shown} may be changed by other users"
+    except FileNotFoundError:
+        return ""
+    except OSError as error:
+        return f"it cannot be read: {error.strerror or error}"
+    return ""
+
+
 def main(argv):
     parser = argparse.ArgumentParser(prog="python -m autograder batch", description=__doc__.split("\n\n")[0],
                                      allow_abbrev=False)   # see cli.grade_parser
@@ -469,6 +507,10 @@ def _batch(parser, args, interrupt):
     stranger = not_a_report(report_dir)
     if stranger:                                      # something of the instructor's: never written over
         parser.error(f"{report_dir} is not a report folder of this grader ({stranger}): name another with --out")
+    foreign = not_ours(report_dir)
+    if foreign:                                       # planted: never resumed from, never written into
+        parser.error(f"{report_dir} is not yours alone ({foreign}): another user may have made it to plant "
+                     "feedback or read every student's; remove it, or name another folder with --out")
     the_roster = None
     if args.roster:
         try:
@@ -491,6 +533,12 @@ def _batch(parser, args, interrupt):
         feedback = folder_out.sub(class_report.FEEDBACK)
     except OSError as error:
         parser.error(f"--out {report_dir}: not a folder the grader can write ({error.strerror or error})")
+    foreign = not_ours(report_dir)                    # made by another user between the look and now
+    if foreign:
+        parser.error(f"{report_dir} is not yours alone ({foreign}): remove it, or name another folder with --out")
+    if class_report.secret_problem():
+        print(f"note: {class_report.secret_problem()}: a later run will not trust this one's feedback and grades "
+              "everything again", file=sys.stderr)
     fresh_seed = batch_seed(args, folder_out, the_course)
     solution = cli.resolve_solution(args, fresh_seed)
     jobs = args.jobs or grade.default_jobs()

@@ -23,6 +23,7 @@ grader's code and data, the course and the seed) reuses those files instead of g
 import bisect
 import csv
 import hashlib
+import hmac
 import io
 import json
 import os
@@ -58,11 +59,59 @@ def grader_digest():
     return digest.hexdigest()
 
 
+SECRET_BYTES = 32
+
+
+def secret_path():
+    """Where this user keeps the secret that signs a batch's resume state: ~/.config/mytorch/batch-secret."""
+    root = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return os.path.join(root, "mytorch", "batch-secret")
+
+
+def batch_secret():
+    """This user's batch secret (made on first use, mode 0600, in a folder of its own, 0700), or a random one for
+    this run alone, with why, when it cannot be kept: ``(secret, problem)``. A grader key without it is a digest
+    of files anyone with the grader has: a student could sign feedback of their own making."""
+    path = secret_path()
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(fd, "wb") as f:
+                f.write(secrets.token_bytes(SECRET_BYTES))
+        except FileExistsError:
+            pass
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as f:
+            info = os.fstat(f.fileno())
+            if info.st_uid != os.geteuid() or info.st_mode & 0o077 or not stat.S_ISREG(info.st_mode):
+                return secrets.token_bytes(SECRET_BYTES), f"{path} is not yours alone (remove it; a new one is made)"
+            secret = f.read(SECRET_BYTES + 1)
+        if len(secret) != SECRET_BYTES:
+            return secrets.token_bytes(SECRET_BYTES), f"{path} is damaged (remove it; a new one is made)"
+        return secret, ""
+    except OSError as error:
+        return secrets.token_bytes(SECRET_BYTES), f"{path} cannot be kept ({error.strerror or error})"
+
+
+_SECRET = []                     # (secret, problem) of this process, read once
+
+
 def grader_key(course, seed):
-    """What decides a submission's grade besides its code: this grader's files, its data, the course, the seed."""
-    digest = hashlib.sha256(grader_digest().encode())
+    """What decides a submission's grade besides its code (this grader's files, its data, the course, the seed),
+    signed with this user's batch secret: only a run of this user's grader makes a key a later run trusts."""
+    if not _SECRET:
+        _SECRET.append(batch_secret())
+    digest = hmac.new(_SECRET[0][0], grader_digest().encode(), hashlib.sha256)
     digest.update(course.to_toml().encode() + f"\0seed={seed}".encode())
     return digest.hexdigest()[:32]
+
+
+def secret_problem():
+    """Why this run's batch secret will not be there for the next run ('' when it will)."""
+    if not _SECRET:
+        _SECRET.append(batch_secret())
+    return _SECRET[0][1]
 
 
 def problem_of(results, reason=""):
