@@ -128,6 +128,23 @@ def _targets(statement):
     return names
 
 
+def fresh():
+    """tests/fresh_mistakes.py's mistakes as mutants (kind 'fresh'): the quantity is what the solution's statement
+    at the mistake's line assigns (nothing for a loop's head: its line alone is looked for)."""
+    from tests.fresh_mistakes import FRESH
+
+    found = []
+    for mistake in FRESH:
+        with open(os.path.join(REPO, mistake["file"])) as f:
+            source = f.read()
+        assert source.count(mistake["old"]) == 1 and mistake["old"].count("\n") == mistake["new"].count("\n"), mistake
+        at = [node for node in ast.walk(ast.parse(source)) if isinstance(node, (ast.Assign, ast.AugAssign, ast.Return))
+              and node.lineno <= mistake["line"] <= node.end_lineno]
+        found.append(Mutant(mistake["file"], mistake["line"], "fresh", source.replace(mistake["old"], mistake["new"]),
+                            _targets(at[0]) if at else [], mistake["part"]))
+    return found
+
+
 def mutants():
     """Every mutant of every graded line (see the module docstring)."""
     reached, found = reached_lines(), []

@@ -1,6 +1,7 @@
 """The grader's diagnosis: the child-side trace (bounded, harmless when flooded or broken), the parent-side
 matching (first wrong quantity, nearest line, kind of difference), and generic mutants of every graded line."""
 import ast
+import dataclasses
 import json
 import os
 import subprocess
@@ -392,8 +393,10 @@ def test_a_wrong_value_a_call_was_given_is_followed_to_the_calls_that_passed_it(
     callers = {3: (2, "mytorch/nn/recurrent.py", 197, "new = cell.forward(X[t], state)"),
                2: (1, "mytorch/nn/recurrent.py", 123, "Y_k, finals[k] = self._run_direction(cell, X)")}
     reference = matching.Trace(records, callers=callers)
-    student = matching.Trace([_record("x", -x, line=55, frame=3, function="RNNCell.forward"),
-                              _record("a", h - x, [0], line=58, frame=3, function="RNNCell.forward")], callers=callers)
+    given = dataclasses.replace(_record("x", -x, line=55, frame=3, function="RNNCell.forward"),
+                                text="x, (h,), batched, _ = self._prepare(x, state)")
+    student = matching.Trace([given, _record("a", h - x, [0], line=58, frame=3, function="RNNCell.forward")],
+                             callers=callers)
     lines = matching.explain(reference, student)
     assert lines[0] == "Where your values first go wrong: `x`"
     assert lines[3:] == [
@@ -402,6 +405,9 @@ def test_a_wrong_value_a_call_was_given_is_followed_to_the_calls_that_passed_it(
         "    called from mytorch/nn/recurrent.py:123:\n      Y_k, finals[k] = self._run_direction(cell, X)"]
     student = matching.Trace([records[0], _record("a", x - h, [0], line=58, frame=3, function="RNNCell.forward")],
                              callers=callers)
+    assert not any("was given" in line or "called from" in line for line in matching.explain(reference, student))
+    constant = dataclasses.replace(given, text="x = np.zeros((2, 3)) + 1.0")       # reads nothing it was given
+    student = matching.Trace([constant, student.records[1]], callers=callers)
     assert not any("was given" in line or "called from" in line for line in matching.explain(reference, student))
 
 
@@ -461,6 +467,49 @@ def test_the_handouts_whole_functions_are_the_solutions_functions_without_a_regi
                    for region in find_regions(source.splitlines(), path)}
         whole = {name for _, _, name in spans if name not in written and not name.rpartition(".")[2].startswith("__")}
         assert driver.HANDOUT_FUNCTIONS["mytorch/" + relative] == whole, relative
+
+
+def test_a_write_of_the_right_value_to_the_wrong_entries_is_reported_where_it_is_written():
+    """``skip[2:-1:2] = …`` holding what the solution writes to ``skip[3::2]``: the container ends up wrong, the
+    write's value is right; the report names the write, whose value it is, and does not count it as right."""
+    ctc = "mytorch/nn/ctc.py"
+
+    def record(name, value, reads, line):
+        return matching.Record(name, ctc, line, "", 1, "extend_target", tuple(reads), np.asarray(value, dtype=float))
+    reference = [record("skip", np.zeros(7), [], 90), record("skip[3::2]", [1.0, 0.0], [0], 93),
+                 record("return of extend_target[1]", [0, 0, 0, 1, 0, 0, 0], [0], 95)]
+    student = [record("skip", np.zeros(7), [], 90), record("skip[2:-1:2]", [1.0, 0.0], [0], 93),
+               record("return of extend_target[1]", [0, 0, 1, 0, 0, 0, 0], [0], 95)]
+    lines = matching.explain(matching.Trace(reference), matching.Trace(student))
+    assert lines[0].startswith("Where your values first go wrong: `return of extend_target[1]`")
+    assert not any("Right so far" in line and "skip[2:-1:2]" in line for line in lines)
+    assert lines[2] == "  your `skip[2:-1:2]` at mytorch/nn/ctc.py:93"
+    assert lines[3] == ("    this value is the reference's `skip[3::2]`, written here to `skip[2:-1:2]`, and `skip` "
+                         "ends up unlike the reference's: check which entries this write reaches")
+    student[1] = record("skip[3::2]", [1.0, 0.0], [0], 93)                # the same entries, another value: not it
+    student[2] = record("return of extend_target[1]", [0, 0, 0, 1, 0, 1, 0], [0], 95)
+    assert not any("check which entries" in line for line in matching.explain(matching.Trace(reference),
+                                                                               matching.Trace(student)))
+
+
+def test_a_provided_helper_the_student_never_called_is_judged_by_what_reads_it():
+    """The solution's γ divides by ``_lse_last`` (the handout's); a student who writes their own ``norm``
+    inline never calls it, so its inner values (``top``) are never named: the student's ``norm`` is."""
+    ctc = "mytorch/nn/ctc.py"
+
+    def record(name, value, reads, line, function, frame):
+        return matching.Record(name, ctc, line, "", frame, function, tuple(reads), np.asarray(value, dtype=float))
+    joint = np.log([[0.2, 0.3], [0.1, 0.4]])
+    norm = np.logaddexp.reduce(joint, axis=-1, keepdims=True)
+    reference = [record("joint", joint, [], 136, "log_posterior", 1), record("top", joint.max(-1), [], 48, "_lse_last", 2),
+                 record("return of _lse_last", norm, [1], 50, "_lse_last", 2),
+                 record("norm", norm, [2], 138, "log_posterior", 1), record("gamma", joint - norm, [0, 3], 139,
+                                                                                "log_posterior", 1)]
+    student = [reference[0], record("norm", joint.max(-1, keepdims=True), [0], 138, "log_posterior", 1),
+               record("gamma", joint - joint.max(-1, keepdims=True), [0, 1], 139, "log_posterior", 1)]
+    lines = matching.explain(matching.Trace(reference), matching.Trace(student))
+    assert lines[0].startswith("Where your values first go wrong: `norm`"), lines
+    assert "ctc.py:138" in lines[2]
 
 
 def test_right_so_far_never_names_the_call_the_wrong_quantity_is_computed_in():

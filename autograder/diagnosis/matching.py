@@ -32,6 +32,7 @@ parameters, replaced once it is built) are dropped from it (``stable``).
 Everything the child sent is untrusted: ``parse`` checks the trace whole, and any problem means no diagnosis.
 Nothing here raises into the grader: ``explain`` returns [] when it cannot say anything.
 """
+import ast
 import bisect
 import dataclasses
 import difflib
@@ -55,7 +56,7 @@ RECORD_LIMIT = 5000              # records accepted from one trace
 # values kept per reference quantity (the first ones, in the student's order: the earliest is the one used), and
 # the seconds the matching may take before the diagnosis is given up (never the grade)
 MATCHES_KEPT = 16
-DIAGNOSIS_SECONDS = 5.0
+DIAGNOSIS_SECONDS = 4.0          # a part's (its trace read and matched): a forged trace's cost stays under 5 s more
 SUBMISSION_SECONDS = 10.0        # … and all the diagnoses of one submission, its parts together
 SHOWN_RIGHT = 4                  # right quantities named before the wrong one
 GATES = {"GRUCell": ("r", "z", "n"), "LSTMCell": ("i", "f", "g", "o"), "GMUCell": ("i", "m", "o"),
@@ -135,6 +136,7 @@ def parse(meta, flat):
 
 
 CODE_LINES = 4                                 # lines of a statement shown
+MODULES = {"np", "numpy", "math"}              # names a statement reads that no call gives
 LOOP_NAME = re.compile(r"[A-Za-z_]\w{0,29}")
 
 
@@ -322,9 +324,11 @@ def first_wrong(reference, student, reference_complete=True, student_complete=Tr
     for j, s in enumerate(student):                    # assigning it, in order
         names.setdefault(_base(s.name), []).append(j)
         names_in.setdefault((s.function, _base(s.name)), []).append(j)
+    called = {(s.file, s.function) for s in student}
     found, at, bounds = {}, {}, {}
     latest, latest_in_frame = -1, {}                   # the student's index of the last quantity found (in q's call)
     compared = {}                                      # (q's call, name) -> the student's value last found for it
+    contradicted = set()                               # quantities the student's own value of their name differs from
     with np.errstate(invalid="ignore", over="ignore"):   # (for _close_rows: once, not per comparison)
         for i, q in enumerate(reference):
             if deadline is not None and time.monotonic() > deadline:
@@ -349,6 +353,8 @@ def first_wrong(reference, student, reference_complete=True, student_complete=Tr
             found[i] = index.find(q.value, only=named[k]) if k < len(named) else index.find(q.value, after)
             if found[i] and k < len(named):
                 compared[key] = named[k]
+            elif k < len(named) and student[named[k]].value.shape == q.value.shape:   # (else another quantity)
+                contradicted.add(i)
             if found[i]:
                 at[i] = latest = latest_in_frame[q.frame] = min(j for j, _ in found[i])
             bounds[i] = after
@@ -368,8 +374,11 @@ def first_wrong(reference, student, reference_complete=True, student_complete=Tr
         members.setdefault(first, []).append(i)
     right = [False] * len(reference)
     for i in reversed(range(len(reference))):          # found, or read by something right (inline)
-        right[i] = bool(found[i]) or any(all(right[m] for m in members[statement[c]]) for c in children[i]) \
-            or _given(reference[i], names) or i in settled
+        # a value the student computes inline is vouched for by what reads it, one of their own of its name
+        # that differs is not (a mask read a row at a time: its readers are right until a padded step)
+        right[i] = bool(found[i]) or (i not in contradicted and any(all(right[m] for m in members[statement[c]])
+                                                                     for c in children[i])) \
+            or _given(reference[i], names) or i in settled or _not_called(reference[i], called)
     found_after = [False] * len(reference)            # some later quantity was found: the student got past it
     for i in reversed(range(len(reference) - 1)):
         found_after[i] = found_after[i + 1] or bool(found[i + 1])
@@ -378,6 +387,13 @@ def first_wrong(reference, student, reference_complete=True, student_complete=Tr
             if (reference_complete or children[i]) and (student_complete or found_after[i]):
                 return Finding(i, [k for k in range(i) if right[k]], found, bounds[i])
     return None
+
+
+def _not_called(q, called):
+    """Whether q is computed in a function the handout gives whole that the student's code never called (their
+    own inline ``norm`` for the solution's ``_lse_last``): its values are judged by what reads them, the
+    student's own, never named wrong themselves."""
+    return (q.file, q.function) not in called and handout_function(q.file, q.function)
 
 
 def _given(q, names):
@@ -406,7 +422,8 @@ def _compatible(q, value):
 def candidate(finding, reference, student):
     """The student's value nearest to the wrong quantity: index into ``student``, or None. Its name's next
     assignment after its inputs of a shape that could hold it, if the student uses the name; else a value of a
-    compatible shape that matches nothing in the reference, a like name first."""
+    compatible shape that matches nothing in the reference, computed in the same function, a like name first
+    (another function's value of another name is another quantity: a beam's prefix is no cutoff score)."""
     q = reference[finding.wrong]
     named = [j for j in range(finding.after + 1, len(student)) if _base(student[j].name) == _base(q.name)
              and _compatible(q.value, student[j].value) is not None]     # of another shape: another quantity
@@ -415,7 +432,7 @@ def candidate(finding, reference, student):
     matched_student = {j for hits in finding.found.values() for j, _ in hits}
     ranked = []
     for j in range(finding.after + 1, len(student)):
-        how = _compatible(q.value, student[j].value)
+        how = _compatible(q.value, student[j].value) if student[j].function == q.function else None
         if how is not None:
             similarity = difflib.SequenceMatcher(None, _base(student[j].name), _base(q.name)).ratio()
             ranked.append((j in matched_student, how != "", -round(similarity, 1), j))
@@ -613,12 +630,16 @@ def explain(reference, student, config=None, wrong_outputs=(), forward_right=Fal
              (f" (computed from {_names(reads)})" if reads else "") + (f": {_equation(q.text)}" if q.text else "")]
     j = candidate(finding, ref, mine)
     stray = _stray_write(finding, ref, mine, j)
-    right = _what_is_right(finding, ref, mine, reference.callers, () if stray is None else (mine[stray].name,))
+    misplaced = _misplaced(finding, ref, mine, j) if stray is None else None
+    odd = [mine[k].name for k in (stray, misplaced and misplaced[0]) if k is not None]
+    right = _what_is_right(finding, ref, mine, reference.callers, odd)
     if right:
         lines.append(f"  Right so far: {right}.")
     if stray is not None:
         lines += _stray_lines(finding, ref, mine, stray)
         j = None if j is not None and mine[j].line == mine[stray].line else j
+    elif misplaced is not None:
+        lines += _misplaced_lines(mine, misplaced)
     if j is not None:
         s = mine[j]
         previous = [(r.value, None if r.frame == q.frame else r.function)
@@ -632,7 +653,8 @@ def explain(reference, student, config=None, wrong_outputs=(), forward_right=Fal
             lines.append(f"    {difference}")
         if handout_function(s.file, s.function):
             lines += _called_from(student, s, levels=3, across_files=True, until_own=True)
-        elif not q.reads and not s.reads and s.frame in student.callers:
+        elif not q.reads and not s.reads and s.frame in student.callers and _reads_given(s.text) \
+                and _first_of_its_call(student, s):
             # computed from the call's arguments alone: the wrong value came in with the call, whose line (in
             # any file, and its caller's) is where to look
             lines.append(f"    it reads only what {s.function} was given: if this line is right, look at what the "
@@ -685,6 +707,54 @@ def _stray_write(finding, reference, student, before=None):
                 and _owner(finding, reference, student, j, q.function) is not None:
             return j
     return None
+
+
+def _misplaced(finding, reference, student, before):
+    """``(student index, reference name)`` of a write into a container the wrong quantity is or reads, in its
+    call, whose value is the reference's entry of that container under another index (``skip[2:-1:2] = …``
+    holding what the reference writes to ``skip[3::2]``); or None."""
+    q = reference[finding.wrong]
+    containers = {_container(r.name) or _base(r.name) for r in [q] + [reference[p] for p in q.reads]}
+    if before is not None:
+        span, frame = range(before), student[before].frame
+    else:
+        span, frame = range(finding.after + 1, len(student)), None
+    for j in span:
+        s = student[j]
+        container = _container(s.name)
+        if container not in containers or not (s.frame == frame if frame is not None else s.function == q.function):
+            continue
+        for i, hits in finding.found.items():
+            r = reference[i]
+            if r.function == q.function and _container(r.name) == container and _base(r.name) != _base(s.name) \
+                    and any(k == j for k, _ in hits):
+                return j, r.name
+    return None
+
+
+def _misplaced_lines(student, misplaced):
+    j, theirs = misplaced
+    s = student[j]
+    return [_shown(s), f"    this value is the reference's `{theirs}`, written here to `{s.name}`, and "
+                       f"`{_container(s.name)}` ends up unlike the reference's: check which entries this write reaches"]
+
+
+def _first_of_its_call(trace, record):
+    """Whether ``record`` is the first value its call computed: it can read only what the call was given (not a
+    loop's variables, nor anything the call computed before it)."""
+    return next(r for r in trace.records if r.frame == record.frame) is record
+
+
+def _reads_given(text):
+    """Whether a statement's source reads a name (a parameter, when nothing it reads was assigned in the call);
+    False for one that reads constants alone (``la[0, ..., :2] = 0.0``) or does not parse."""
+    try:
+        tree = ast.parse(text.strip())
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    values = [node.value for node in tree.body if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign))]
+    return any(isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in MODULES
+               for value in values if value is not None for node in ast.walk(value))
 
 
 def _owner(finding, reference, student, j, function):
