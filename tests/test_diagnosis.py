@@ -815,6 +815,32 @@ def test_generic_mutants_are_traced_to_their_line_and_quantity(tmp_path):
         assert sum(mutants.names_quantity(t, m) for m, t in mine) >= 0.85 * len(mine), area
 
 
+@pytest.mark.mutants
+@pytest.mark.slow
+def test_fresh_realistic_mistakes_are_traced_to_their_line_and_quantity(tmp_path):
+    """The mistakes of tests/fresh_mistakes.py, written by someone who had not read the grader's catalogue, graded
+    as the generic mutants are. Every one loses points (one whose run outlasts the harness's alarm is not
+    counted); the rates per area are printed, and at least 60% of them overall name the line (±1) and 60% the
+    quantity (the generic mutants' targets are the bar to reach)."""
+    every = mutants.fresh()
+    assert len(every) >= 20
+    (tmp_path / "in.json").write_text(json.dumps([list(m) for m in every]))
+    subprocess.run([sys.executable, "-m", "tests.mutants", str(tmp_path / "in.json"), str(tmp_path / "out.json")],
+                   cwd=REPO, env=dict(os.environ, PYTHONPATH="", OPENBLAS_NUM_THREADS="1"), timeout=900, check=True)
+    graded = [(mutants.Mutant(*m), lost, text) for m, lost, text in json.loads((tmp_path / "out.json").read_text())]
+    assert all(lost is None or lost > 0 for _, lost, _ in graded), [m.line for m, lost, _ in graded if lost == 0]
+    losing = [(m, text) for m, lost, text in graded if lost]
+    print(f"\n{len(every)} fresh mistakes; {len(losing)} graded here")
+    for area, files in AREAS.items():
+        mine = [(m, text) for m, text in losing if m.file.split("mytorch/", 1)[-1] in files]
+        if mine:
+            print(f"  {area}: {len(mine)}; line {sum(mutants.names_line(t, m) for m, t in mine) / len(mine):.1%}"
+                  f", quantity {sum(mutants.names_quantity(t, m) for m, t in mine) / len(mine):.1%}")
+    print("not located:", ", ".join(f"{m.file}:{m.line}" for m, text in losing if not mutants.names_line(text, m)))
+    assert sum(mutants.names_line(t, m) for m, t in losing) >= 0.6 * len(losing)
+    assert sum(mutants.names_quantity(t, m) for m, t in losing) >= 0.6 * len(losing)
+
+
 AREAS = {"cells": {"nn/rnn_cell.py", "nn/gru_cell.py", "nn/gru_block_cell.py", "nn/gmu_cell.py", "nn/tgru_cell.py",
                    "nn/lstm_cell.py"},
          "BPTT": {"nn/recurrent.py"}, "CTC": {"nn/ctc.py", "nn/ctc_course.py"}, "decoding": {"nn/ctc_decode.py"}}
