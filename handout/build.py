@@ -41,6 +41,7 @@ import tempfile
 import uuid
 
 import autograder
+from autograder.instructor import autolab
 from autograder.parts import course as courses
 from autograder.parts import data, spec
 from handout import sections
@@ -467,7 +468,9 @@ def build_gradescope(out, with_solution=None, config=None, force=False, fixed_ca
 
 
 PRAIRIELEARN_IMAGE = "prairielearn/grader-python"     # a Python 3 with NumPy; any image with one will do
-PRAIRIELEARN_TIMEOUT = 300                             # seconds; PrairieLearn allows at most 600
+# seconds, PrairieLearn's most: a grade takes 1 to 3 s, but a submission that hangs waits out each part's 20 s
+# limit (284 s on 1 core, measured), and a job killed at its timeout writes no results
+PRAIRIELEARN_TIMEOUT = 600
 
 
 def build_prairielearn(out, config=None, force=False, image=PRAIRIELEARN_IMAGE):
@@ -514,7 +517,10 @@ def build_autolab(out, config=None, force=False):
             shutil.make_archive(os.path.join(target, "autograde"), "tar", root_dir=staging, base_dir="autograder")
         finally:
             shutil.rmtree(staging, ignore_errors=True)
-        shutil.copy(os.path.join(HERE, "autolab", "autograde-Makefile"), os.path.join(target, "autograde-Makefile"))
+        with open(os.path.join(HERE, "autolab", "autograde-Makefile"), encoding="utf-8") as f:
+            makefile = f.read().replace("@ZEROS@", autolab.zeros(course.parts()))
+        with open(os.path.join(target, "autograde-Makefile"), "w", encoding="utf-8") as f:
+            f.write(makefile)
     out = os.path.abspath(out)
     return os.path.join(out, "autograde.tar"), os.path.join(out, "autograde-Makefile")
 

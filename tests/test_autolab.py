@@ -2,6 +2,7 @@
 its Makefile (autograde-Makefile, renamed) and the student's handin.tar, ``make`` run there, and the last line
 of what it printed read as the scores: ``{"scores": {...}, "scoreboard": [...]}``."""
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -21,9 +22,9 @@ def bundle(tmp_path_factory):
     return build.build_autolab(str(tmp_path_factory.mktemp("autolab") / "out"))
 
 
-def _tango(bundle, tmp_path, handin=None):
+def _tango(bundle, tmp_path, handin=None, env=None):
     """(the lines printed before the last, the scores line's JSON) of grading ``handin`` (a path, or None for an
-    upload without it) as Tango does."""
+    upload without it) as Tango does, with ``env`` added to the environment."""
     folder = tmp_path / "job"
     folder.mkdir()
     tar, makefile = bundle
@@ -33,7 +34,7 @@ def _tango(bundle, tmp_path, handin=None):
         shutil.copy(handin, folder / "handin.tar")
     # one stream, as Tango's autodriver keeps it: the scores line must be the last of both outputs
     proc = subprocess.run(["make"], cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          timeout=600)
+                          timeout=600, env=dict(os.environ, **(env or {})))
     assert proc.returncode == 0 and "Traceback" not in proc.stdout, proc.stdout
     lines = proc.stdout.rstrip("\n").split("\n")
     last = json.loads(lines[-1])
@@ -92,3 +93,15 @@ def test_a_broken_upload_scores_zero_with_its_reason(bundle, tmp_path, upload):
     reason = {"nothing": "no handin.tar was handed in", "not a tar": "handin.tar was not unpacked: it is neither a tar",
               "a tar with no mytorch": "handin.tar holds no mytorch package (the folder is empty)"}[upload]
     assert reason in text, text
+
+
+def test_a_python_that_cannot_run_the_grader_still_prints_a_scores_line(bundle, tmp_path):
+    """No NumPy (here: a python3 first on PATH that fails as one without it would): the Makefile prints the
+    reason and a line of zeros for the course's parts, which the build wrote into it."""
+    stub = tmp_path / "bin"
+    stub.mkdir()
+    (stub / "python3").write_text("#!/bin/sh\necho \"ModuleNotFoundError: No module named 'numpy'\"\nexit 1\n")
+    (stub / "python3").chmod(0o755)
+    before, last = _tango(bundle, tmp_path, _handin(REPO, tmp_path), env={"PATH": f"{stub}:{os.environ['PATH']}"})
+    assert set(last["scores"].values()) == {0.0} and last["scoreboard"] == [0.0]
+    assert before[-1] == "the autograder could not run (see above): please tell the course staff"

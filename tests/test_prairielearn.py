@@ -22,21 +22,23 @@ def question(tmp_path_factory):
     return build.build_prairielearn(str(tmp_path_factory.mktemp("pl") / "question"))
 
 
-def _grade(question, tmp_path, upload):
+def _grade(question, tmp_path, upload, env=None, gradable=True):
     """Lay out ROOT as PrairieLearn does, with ``upload(ROOT/student)`` putting the student's files there, run
-    the entrypoint and return the results it wrote."""
+    the entrypoint (with ``env`` added to the environment) and return the results it wrote."""
     root = tmp_path / "grade"
     shutil.copytree(os.path.join(question, "tests"), root / "tests")
     (root / "student").mkdir()
     (root / "data").mkdir()
     (root / "data" / "data.json").write_text(json.dumps({"params": {}, "submitted_answers": {}}))
     upload(root / "student")
-    proc = subprocess.run(["sh", str(root / "tests" / "run.sh")], env=dict(os.environ, MYTORCH_PL_ROOT=str(root)),
+    proc = subprocess.run(["sh", str(root / "tests" / "run.sh")],
+                          env=dict(os.environ, MYTORCH_PL_ROOT=str(root), **(env or {})),
                           capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0 and "Traceback" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+    if gradable:
+        assert proc.returncode == 0 and "Traceback" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
     with open(root / "results" / "results.json", encoding="utf-8") as f:
         results = json.load(f)
-    assert results["gradable"] is True and 0.0 <= results["score"] <= 1.0
+    assert results["gradable"] is gradable and 0.0 <= results["score"] <= 1.0
     assert isinstance(results["message"], str) and isinstance(results["output"], str)
     for test in results["tests"]:
         assert set(test) == {"name", "points", "max_points", "message", "output"}
@@ -102,3 +104,23 @@ def test_a_broken_upload_scores_zero_with_its_reason(question, tmp_path, upload)
     assert {"not a tar": "handin.tar was not unpacked: it is neither a tar", "a tar with no mytorch":
             "handin.tar holds no mytorch package (the folder is empty)"}.get(upload, "the folder is empty") in \
         results["message"], results["message"]
+
+
+def test_a_grader_that_cannot_start_is_not_the_student_s_attempt(question, tmp_path):
+    """A setup fault (here the Python named for student code is not there) writes results that PrairieLearn
+    neither scores nor counts as an attempt, saying to tell the staff; the reason is in the job's log."""
+    results = _grade(question, tmp_path, _handin(REPO), env={"MYTORCH_GRADER_PYTHON": str(tmp_path / "no-python")},
+                     gradable=False)
+    assert results["message"] == "the autograder could not start: please tell the course staff"
+    assert results["tests"] == []
+
+
+def test_a_python_that_cannot_run_the_grader_still_leaves_results(question, tmp_path):
+    """No NumPy (here: a python3 first on PATH that fails as one without it would): run.sh writes the results
+    itself, not gradable."""
+    stub = tmp_path / "bin"
+    stub.mkdir()
+    (stub / "python3").write_text("#!/bin/sh\necho \"ModuleNotFoundError: No module named 'numpy'\" >&2\nexit 1\n")
+    (stub / "python3").chmod(0o755)
+    results = _grade(question, tmp_path, _handin(REPO), env={"PATH": f"{stub}:{os.environ['PATH']}"}, gradable=False)
+    assert results["message"] == "The autograder could not run: please tell the course staff."

@@ -34,7 +34,8 @@ def scores_line(payload):
     return json.dumps({"scores": scores, "scoreboard": [round(sum(scores.values()), 2)]})
 
 
-def _zeros(parts):
+def zeros(parts):
+    """The scores line of a grade that could not be made: 0 for every part (also the Makefile's fallback)."""
     return json.dumps({"scores": {p.number: 0.0 for p in parts}, "scoreboard": [0.0]})
 
 
@@ -68,7 +69,7 @@ def main(argv):
         problem = _staged(os.path.abspath(args.handin), submission)
         if problem:
             print(untrusted.line(problem, 300))
-            line = _zeros(parts)
+            line = zeros(parts)
         else:
             upload.grade_upload(submission, results, the_course, None, output_format="text",
                                 staff_sees_stdout=False)
@@ -77,7 +78,7 @@ def main(argv):
     except Exception as error:                            # a fault of the grader: still a scores line
         traceback.print_exc(file=sys.stdout)
         print(f"the autograder failed ({type(error).__name__}): please tell the course staff")
-        line = _zeros(parts)
+        line = zeros(parts)
     finally:
         tree.remove(scratch)
     sys.stderr.flush()

@@ -12,7 +12,9 @@ into Gradescope's format first, then written in PrairieLearn's (its externalGrad
 ``gradable``, ``score`` in [0, 1], ``message``, ``output`` (the score table) and one entry of ``tests`` per
 part (``name``, ``points``, ``max_points``, ``message``, ``output``). PrairieLearn shows every test to the
 student (it has no notion of a hidden test), so the course's Gradescope visibility has no counterpart here.
-A broken upload scores 0 with its reason, and any failure of the grader still writes a results file.
+A broken upload scores 0 with its reason; a failure of the grader still writes a results file, not gradable
+(the submission is neither scored nor counted as an attempt), and run.sh writes one when Python cannot run
+the grader at all.
 """
 import argparse
 import json
@@ -45,8 +47,10 @@ def from_gradescope(payload):
 
 
 def failed(problem):
-    """The results of a grader that failed before it could grade (still a score, 0, and the reason)."""
-    return {"gradable": True, "score": 0.0, "message": problem, "output": problem, "tests": []}
+    """The results of a grader that failed before it could grade: not gradable, so PrairieLearn neither scores
+    the submission nor counts it as an attempt (the grader's fault is not the student's); the reason for the
+    staff is in the job's log."""
+    return {"gradable": False, "score": 0.0, "message": problem, "output": problem, "tests": []}
 
 
 def main(argv):
@@ -68,6 +72,8 @@ def main(argv):
                                 args.python, output_format="text", staff_sees_stdout=False)
         with open(staged, encoding="utf-8") as f:
             payload = from_gradescope(json.load(f))
+        if all(t["output"] == upload.COULD_NOT_START for t in payload["tests"]):
+            payload = failed(upload.COULD_NOT_START)         # its reason is on stderr, in the job's log
     except Exception as error:                            # a fault of the grader: still a results file
         traceback.print_exc()
         payload = failed(f"the autograder failed ({type(error).__name__}): please tell the course staff")

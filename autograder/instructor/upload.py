@@ -28,6 +28,9 @@ from autograder.sandbox import isolation, tree
 STUDENT = "student"              # the user the platform makes, unless MYTORCH_GRADER_USER names another
 
 
+COULD_NOT_START = "the autograder could not start: please tell the course staff"
+
+
 def zero(results, problem, the_course=None, notes=(), output_format=None):
     """A results file scoring every part 0 with ``problem`` (the course's parts, or the spec's if the course
     file itself could not be read); ``notes`` go to the course staff alone."""
@@ -102,7 +105,7 @@ def grade_upload(submission, results, the_course, solution, python=None, output_
         try:
             return cli.main_grade(grade_args)
         except SystemExit:                                # a setup problem, already explained on stderr
-            zero(results, "the autograder could not start: please tell the course staff", the_course,
+            zero(results, COULD_NOT_START, the_course,
                   ["the grader could not start: its stderr says why"], output_format)
             return 0
     finally:
