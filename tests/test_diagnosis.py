@@ -649,6 +649,33 @@ def test_no_kind_of_difference_is_said_when_its_definition_fails(got, words):
     assert (words not in said) if words else said == "", said
 
 
+def test_a_missing_or_extra_term_or_factor_is_named_from_the_reference_algebra():
+    """``d_in = dX_k`` where the reference adds: the student's value plus the reference's earlier ``d_in`` is
+    the reference's, so the hint names that term; likewise a factor (``da_n`` without ``* r``), and the
+    extra ones. Said only when the identity holds entry by entry: not for a near miss, a term of zeros or a
+    factor of ones, which would hold for anything."""
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((2, 3)), rng.uniform(0.5, 2.0, (2, 3))
+    reference = [_record("d_in", a), _record("dX_k", b, line=2), _record("d_in", a + b, [0, 1], line=3)]
+    q = matching.Record(**{**reference[2].__dict__})
+    assert matching._algebra(b, q, reference) == [
+        "    Hint: your value plus `d_in` (its value before this line) is the reference's: the line misses that term"]
+    assert matching._algebra(a + 2 * b, q, reference) == [
+        "    Hint: your value minus `dX_k` is the reference's: the line adds that term once too often"]
+    factor = [_record("da", a), _record("r", b, line=2), _record("dg", a * b, [0, 1], line=3)]
+    assert matching._algebra(a, factor[2], factor) == [
+        "    Hint: your value times `r` is the reference's: the line misses that factor"]
+    assert matching._algebra(a * b * b, factor[2], factor) == [
+        "    Hint: your value divided by `r` is the reference's: the line has that factor once too often"]
+    near = b.copy()
+    near[0, 0] += 0.1
+    assert matching._algebra(near, q, reference) == []                        # one entry off: no identity
+    zeros = [_record("d_in", np.zeros((2, 3))), _record("dX_k", b, line=2), _record("d_in", b, [0, 1], line=3)]
+    assert not any("`d_in`" in line for line in matching._algebra(b * 3, zeros[2], zeros))
+    ones = [_record("da", a), _record("r", np.ones((2, 3)), line=2), _record("dg", a, [0, 1], line=3)]
+    assert matching._algebra(a * 3, ones[2], ones) == []
+
+
 def test_the_previous_steps_value_is_recognised():
     e1, e2 = np.array([1.0, 2.0]), np.array([3.0, 5.0])
     reference = matching.Trace([_record("h", e1, frame=1, function="Cell.forward"),
@@ -667,7 +694,7 @@ def test_the_previous_steps_value_is_recognised():
     assert "before its previous update in this call" in said and "step before" not in said, said
     # a value that is not the earlier one is not said to be: a counter-example
     other = matching.Trace([_record("h", e1, frame=1), _record("h", e1 + 1, frame=2, line=9)])
-    assert "before" not in "\n".join(matching.explain(reference, other))
+    assert "the value it had" not in "\n".join(matching.explain(reference, other))
 
 
 # ---- the grader, end to end

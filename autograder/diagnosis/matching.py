@@ -462,7 +462,7 @@ def kind_of_difference(got, expected, previous=(), gates=(), function=None):
     for earlier, made_in in previous:
         if earlier.shape == got.shape and _close(got, earlier):
             if made_in is None:                      # the same call: a loop's update (a layer's, a direction's)
-                return "the value it had before its previous update in this call, as if that update were lost"
+                return "the value it had before its previous update in this call"
             if made_in == function:
                 return f"the value it had one step before (its value in the previous call of {made_in})"
             return f"the value {made_in} gave it before this call"
@@ -651,6 +651,8 @@ def explain(reference, student, config=None, wrong_outputs=(), forward_right=Fal
         difference = "; ".join(t for t in (_first_difference(s.value, q.value, other), kind) if t)
         if difference:
             lines.append(f"    {difference}")
+        if not kind and other is None:
+            lines += _algebra(s.value, q, ref)
         if handout_function(s.file, s.function):
             lines += _called_from(student, s, levels=3, across_files=True, until_own=True)
         elif not q.reads and not s.reads and s.frame in student.callers and _reads_given(s.text) \
@@ -737,6 +739,38 @@ def _misplaced_lines(student, misplaced):
     s = student[j]
     return [_shown(s), f"    this value is the reference's `{theirs}`, written here to `{s.name}`, and "
                        f"`{_container(s.name)}` ends up unlike the reference's: check which entries this write reaches"]
+
+
+def _algebra(got, q, reference):
+    """'Hint: your value plus `d_in` (its value before this line) is the reference's: …' when one of the values
+    q reads, taken once more as a term or a factor, turns the student's value into the reference's, entry by
+    entry (within the grader's tolerance): what the line misses or has too many of, from the reference
+    trace's own algebra. [] when no such identity holds, or it would hold for any value (a term of zeros, a
+    factor of ones)."""
+    expected = q.value
+    if got.shape != expected.shape or not np.isfinite(got).all() or not np.isfinite(expected).all():
+        return []
+    for p in dict.fromkeys(q.reads):
+        r = reference[p]
+        value = r.value
+        if value.shape != expected.shape or not np.isfinite(value).all():
+            continue
+        name = f"`{r.name}`" + (" (its value before this line)" if _base(r.name) == _base(q.name) else "")
+        with np.errstate(all="ignore"):
+            said = None
+            if np.abs(value).max(initial=0) > ATOL:
+                if _close(got + value, expected):
+                    said = f"your value plus {name} is the reference's: the line misses that term"
+                elif _close(got - value, expected):
+                    said = f"your value minus {name} is the reference's: the line adds that term once too often"
+            if said is None and not _close(value, np.ones_like(value)) and np.abs(got).max(initial=0) > ATOL:
+                if _close(got * value, expected):
+                    said = f"your value times {name} is the reference's: the line misses that factor"
+                elif (np.abs(value) > ATOL).all() and _close(got / value, expected):
+                    said = f"your value divided by {name} is the reference's: the line has that factor once too often"
+        if said:
+            return [f"    Hint: {said}"]
+    return []
 
 
 def _first_of_its_call(trace, record):
