@@ -676,6 +676,22 @@ def test_a_missing_or_extra_term_or_factor_is_named_from_the_reference_algebra()
     assert matching._algebra(a * 3, ones[2], ones) == []
 
 
+def test_a_carried_value_the_loop_never_updates_is_said_to_be():
+    """``d_state = d_state_T`` before the loop and never again: the report is at that line (its only value),
+    and says the reference assigns it at every step; a student who updates it in the loop hears nothing of it."""
+    rng = np.random.default_rng(4)
+    d = [rng.standard_normal((2, 3)) for _ in range(4)]
+    reference = [_record("d_state", d[0], line=217)] + [_record("d_state", d[k + 1], [k], line=223) for k in range(3)]
+    student = [_record("d_state", d[0], line=217), _record("d_new", d[0] * 2, line=220)]
+    lines = matching.explain(matching.Trace(reference), matching.Trace(student))
+    assert lines[0].startswith("Where your values first go wrong: `d_state`")
+    assert ("    your `d_state` is assigned once in this call, at mytorch/nn/x.py:217; the reference assigns it 4 "
+            "times in this case, again at every step of its loop: your loop never updates it") in lines
+    updated = [_record("d_state", d[0], line=217)] + [_record("d_state", d[k + 1] * 2, [k], line=223) for k in range(3)]
+    assert not any("never updates" in line for line in matching.explain(matching.Trace(reference),
+                                                                         matching.Trace(updated)))
+
+
 def test_the_previous_steps_value_is_recognised():
     e1, e2 = np.array([1.0, 2.0]), np.array([3.0, 5.0])
     reference = matching.Trace([_record("h", e1, frame=1, function="Cell.forward"),

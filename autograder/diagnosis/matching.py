@@ -653,6 +653,7 @@ def explain(reference, student, config=None, wrong_outputs=(), forward_right=Fal
             lines.append(f"    {difference}")
         if not kind and other is None:
             lines += _algebra(s.value, q, ref)
+        lines += _never_updated(q, ref, s, student)
         if handout_function(s.file, s.function):
             lines += _called_from(student, s, levels=3, across_files=True, until_own=True)
         elif not q.reads and not s.reads and s.frame in student.callers and _reads_given(s.text) \
@@ -771,6 +772,21 @@ def _algebra(got, q, reference):
         if said:
             return [f"    Hint: {said}"]
     return []
+
+
+def _never_updated(q, reference, s, student):
+    """A note when, in the call of the student's value shown (``s``), q's name is assigned once while the
+    reference assigns it again and again there (a loop's carried state, ``d_state``, never reassigned in the
+    loop): said only when the counts show it."""
+    if s.function != q.function:
+        return []
+    theirs = sum(1 for r in reference if r.frame == q.frame and _base(r.name) == _base(q.name))
+    mine = [r for r in student.records if r.frame == s.frame and _base(r.name) == _base(q.name)]
+    if len(mine) != 1 or theirs < 3:
+        return []
+    where = "here" if mine[0] is s else f"at {mine[0].file}:{mine[0].line}"
+    return [f"    your `{mine[0].name}` is assigned once in this call, {where}; the reference assigns it {theirs} "
+            "times in this case, again at every step of its loop: your loop never updates it"]
 
 
 def _first_of_its_call(trace, record):
