@@ -692,6 +692,31 @@ def test_a_carried_value_the_loop_never_updates_is_said_to_be():
                                                                          matching.Trace(updated)))
 
 
+def test_a_write_in_place_into_a_value_the_reference_never_changes_is_reported_where_it_is_made():
+    """A forward that writes its result into the ``h`` it made from its arguments (``h[...] = …``): the cache
+    keeps that array, so the backward goes wrong later; the report names the write first. The student's own
+    buffer (``out[...] = …``, a name the reference never makes) and a container the reference writes into too
+    are not reported."""
+    h, h_t, dh = np.ones((2, 3)), np.full((2, 3), 0.5), np.full((2, 3), 2.0)
+    reference = [_record("h", h, function="Cell.forward"), _record("h_t", h_t, [0], line=2, function="Cell.forward"),
+                 _record("dh", dh, line=5, frame=2, function="Cell.backward"),
+                 _record("g['w']", dh * h, [2], line=6, frame=2, function="Cell.backward")]
+    student = [reference[0], _record("h[...]", h_t, [0], line=2, function="Cell.forward"),
+               _record("dh", dh, line=5, frame=2, function="Cell.backward"),
+               _record("g['w']", dh * h_t, [2], line=6, frame=2, function="Cell.backward")]
+    lines = matching.explain(matching.Trace(reference), matching.Trace(student))
+    assert lines[0].startswith("Where your values first go wrong: `g['w']`")
+    at = lines.index("  your `h[...]` at mytorch/nn/x.py:2")
+    assert lines[at + 1] == ("    the reference never writes into `h` in Cell.forward: writing into it in place "
+                             "changes it wherever it is kept too (a cache, the caller's array)")
+    assert lines.index("  your `g['w']` at mytorch/nn/x.py:6") > at
+    for name in ("out[...]", "g['w']"):                                   # the student's own; one both write
+        mine = [reference[0], _record(name, h_t, [0], line=2, function="Cell.forward")] + student[2:]
+        assert not any("never writes into" in line
+                       for line in matching.explain(matching.Trace(reference + [_record("g['w']", h, function="Cell.forward")]),
+                                                    matching.Trace(mine)))
+
+
 def test_the_previous_steps_value_is_recognised():
     e1, e2 = np.array([1.0, 2.0]), np.array([3.0, 5.0])
     reference = matching.Trace([_record("h", e1, frame=1, function="Cell.forward"),

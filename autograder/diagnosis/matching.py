@@ -640,6 +640,7 @@ def explain(reference, student, config=None, wrong_outputs=(), forward_right=Fal
         j = None if j is not None and mine[j].line == mine[stray].line else j
     elif misplaced is not None:
         lines += _misplaced_lines(mine, misplaced)
+    lines += _in_place(ref, mine, j if j is not None else finding.after + 1)
     if j is not None:
         s = mine[j]
         previous = [(r.value, None if r.frame == q.frame else r.function)
@@ -805,6 +806,23 @@ def _reads_given(text):
     values = [node.value for node in tree.body if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign))]
     return any(isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in MODULES
                for value in values if value is not None for node in ast.walk(value))
+
+
+def _in_place(reference, student, before):
+    """For the first write, before the student's index ``before``, into an array the reference makes in that
+    function and never writes into there (``h[...] = …`` in a forward, over the ``h`` the cache keeps): where,
+    and that changing it in place changes it wherever it is kept. [] if there is none."""
+    made, written = set(), set()
+    for r in reference:
+        made.add((r.function, _base(r.name)))
+        if _container(r.name):
+            written.add((r.function, _container(r.name)))
+    for s in student[:max(before, 0)]:
+        container = _container(s.name)
+        if container and (s.function, container) in made and (s.function, container) not in written:
+            return [_shown(s), f"    the reference never writes into `{container}` in {s.function}: writing into it "
+                               "in place changes it wherever it is kept too (a cache, the caller's array)"]
+    return []
 
 
 def _owner(finding, reference, student, j, function):
