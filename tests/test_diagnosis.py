@@ -717,6 +717,21 @@ def test_a_write_in_place_into_a_value_the_reference_never_changes_is_reported_w
                                                     matching.Trace(mine)))
 
 
+def test_a_lattice_state_is_named_by_what_it_stands_for():
+    """In a CTC case, a value over the extended target names the first state that differs: a blank by the labels
+    around it, a label by its place and symbol."""
+    extended = np.array([0, 1, 0, 2, 0, 2, 0, 3, 0])
+    assert [matching.lattice_state(s, extended) for s in (0, 1, 4, 5, 8)] == [
+        "s = 0, the blank before the 1st label", "s = 1, the 1st label, symbol 1",
+        "s = 4, the blank between the 2nd and 3rd labels", "s = 5, the 3rd label, symbol 2",
+        "s = 8, the blank after the last label"]
+    got, expected = np.zeros((2, 9)), np.zeros((2, 9))
+    got[1, 4] = 1.0
+    assert matching._first_difference(got, expected, lattice=extended) == \
+        "got 1 at [1, 4] (s = 4, the blank between the 2nd and 3rd labels), expected 0"
+    assert matching._first_difference(got[:, :8], expected[:, :8], lattice=extended) == "got 1 at [1, 4], expected 0"
+
+
 def test_the_previous_steps_value_is_recognised():
     e1, e2 = np.array([1.0, 2.0]), np.array([3.0, 5.0])
     reference = matching.Trace([_record("h", e1, frame=1, function="Cell.forward"),

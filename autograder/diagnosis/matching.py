@@ -181,6 +181,7 @@ class Trace:
     records: list
     lost: str = ""
     callers: dict = dataclasses.field(default_factory=dict)   # frame -> (caller frame, file, line, text)
+    places: dict = dataclasses.field(default=None, repr=False, compare=False)   # id(record) -> index, made once
 
 
 def trace_case(root, config, inputs, timeout=20.0, memory_mb=1024, user=None, python=None, **child):
@@ -496,9 +497,11 @@ def _one_block(got, expected, gates):
     return ""
 
 
-def _first_difference(got, expected, other=None):
+def _first_difference(got, expected, other=None, lattice=None):
     """'got 0.123 at [0, 2], expected 0.456' at the first entry that differs; ``other``: the name of the
-    quantity ``expected`` is, when ``got`` is a value of another name ('…, where `act_grad` is 0.456')."""
+    quantity ``expected`` is, when ``got`` is a value of another name ('…, where `act_grad` is 0.456');
+    ``lattice``: a CTC case's extended symbols, whose state s an array over them names ('… at [3] (s = 3, the
+    2nd label, symbol 2)')."""
     if got.shape != expected.shape:
         return f"shape {got.shape}, " + (f"where `{other}` has shape {expected.shape}" if other else
                                          f"expected {expected.shape}")
@@ -508,8 +511,27 @@ def _first_difference(got, expected, other=None):
         return ""
     first = tuple(int(i) for i in np.argwhere(bad)[0])
     at = f" at {list(first)}" if first else ""
+    if first and lattice is not None and got.shape[-1] == len(lattice) > 1:
+        at += f" ({lattice_state(first[-1], lattice)})"
     return f"got {got[first]:.6g}{at}, " + (f"where `{other}` is {expected[first]:.6g}" if other else
                                             f"expected {expected[first]:.6g}")
+
+
+def _ordinal(k):
+    return f"{k}{'th' if 10 <= k % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(k % 10, 'th')}"
+
+
+def lattice_state(s, extended):
+    """'s = 4, the blank between the 2nd and 3rd labels' for state s of an extended target (blank, label,
+    blank, …, blank)."""
+    labels = len(extended) // 2
+    if s % 2:
+        return f"s = {s}, the {_ordinal(s // 2 + 1)} label, symbol {int(extended[s])}"
+    if s == 0:
+        return "s = 0, the blank before the 1st label"
+    if s // 2 == labels:
+        return f"s = {s}, the blank after the last label"
+    return f"s = {s}, the blank between the {_ordinal(s // 2)} and {_ordinal(s // 2 + 1)} labels"
 
 
 # ---- the report
@@ -559,6 +581,13 @@ def _what_is_right(finding, reference, student, callers=None, besides=()):
     return "; ".join(words)
 
 
+def _index_of(trace, record):
+    """``record``'s place in ``trace`` (by identity; a trace's records are distinct objects)."""
+    if trace.places is None:
+        trace.places = {id(r): k for k, r in enumerate(trace.records)}
+    return trace.places.get(id(record), -1)
+
+
 def _shown(record):
     """'  your `da` at FILE:LINE:' and the statement, or '  `total` in the provided _lse at …' for a value
     computed in a function the handout gives whole: only the student's own code is called theirs."""
@@ -580,9 +609,13 @@ def _called_from(trace, record, levels=2, across_files=False, until_own=False):
         if file != record.file and not across_files:
             break
         own = until_own and caller in functions and not handout_function(*functions[caller])
-        gives = [r.name for r in trace.records if r.frame == caller and r.line == line]
+        gives = [r for r in trace.records if r.frame == caller and r.line == line]
+        # the iteration this call was made in: that of the first value its line gave after the record shown
+        after = next((r for r in gives if _index_of(trace, r) > _index_of(trace, record)), None)
+        about = ([_when(after)[2:-1]] if after is not None and after.at else []) + (
+            [f"which gives {_names([r.name for r in gives])}"] if gives else [])
         lines.append(f"    called from {'your line ' if own else ''}{file}:{line}" +
-                     (f" (which gives {_names(gives)})" if gives else "") +
+                     (f" ({'; '.join(about)})" if about else "") +
                      (":\n" + textwrap.indent(text, "      ") if text else ""))
         if own:
             break
@@ -613,10 +646,11 @@ def forward_records(trace):
     return frozenset(i for i, r in enumerate(trace.records) if in_forward(r.frame))
 
 
-def explain(reference, student, config=None, wrong_outputs=(), forward_right=False, deadline=None):
+def explain(reference, student, config=None, wrong_outputs=(), forward_right=False, deadline=None, lattice=None):
     """The diagnosis as a few lines of text, from two ``Trace``s, or [] when there is nothing to say;
     ``forward_right``: the forward's own graded outputs matched (a layer whose backward alone differs), so no
-    value of a forward call is the first wrong one. ``deadline``: as for ``first_wrong``."""
+    value of a forward call is the first wrong one. ``deadline``: as for ``first_wrong``. ``lattice``: a CTC
+    case's extended symbols, which name a lattice state where a value over them first differs."""
     settled = forward_records(reference) if forward_right else frozenset()
     finding = first_wrong(reference.records, student.records, not reference.lost, not student.lost, settled,
                           deadline)
@@ -649,7 +683,7 @@ def explain(reference, student, config=None, wrong_outputs=(), forward_right=Fal
         lines.append(_shown(s))
         # a value of another name is the nearest one, not the quantity: say whose value it is compared with
         other = q.name if _base(s.name) != _base(q.name) else None
-        difference = "; ".join(t for t in (_first_difference(s.value, q.value, other), kind) if t)
+        difference = "; ".join(t for t in (_first_difference(s.value, q.value, other, lattice), kind) if t)
         if difference:
             lines.append(f"    {difference}")
         if not kind and other is None:
@@ -921,8 +955,9 @@ def diagnose_case(part_data, k, root, wrong=(), timeout=20.0, memory_mb=1024, us
         # a layer's forward outputs graded right in this case: what differs comes from its backward
         forward_right = "Y" in part_data.expected[k] and not any(
             label.startswith(("Y", "state_T")) for label, _, _ in wrong)
+        extended = part_data.inputs[k].get("extended_symbols")          # a CTC case's lattice, to name its states
         return explain(reference, traced[0], part_data.configs[k], gate_blocks(wrong, part_data.configs[k]),
-                       forward_right, deadline)
+                       forward_right, deadline, extended if extended is not None and extended.ndim == 1 else None)
     except Exception:                   # the diagnosis is a courtesy: it never costs the grade or the run
         return []
     finally:
