@@ -674,6 +674,13 @@ def test_a_missing_or_extra_term_or_factor_is_named_from_the_reference_algebra()
     assert not any("`d_in`" in line for line in matching._algebra(b * 3, zeros[2], zeros))
     ones = [_record("da", a), _record("r", np.ones((2, 3)), line=2), _record("dg", a, [0, 1], line=3)]
     assert matching._algebra(a * 3, ones[2], ones) == []
+    logs = [_record("la", np.log(b)), _record("gamma", b / 3, [0], line=2)]   # log space and back
+    assert matching._algebra(np.log(b / 3), logs[1], logs) == [
+        "    Hint: your value is the log of the reference's: a log-probability where a probability belongs (np.exp it)"]
+    assert matching._algebra(b / 3, matching.Record(**{**logs[1].__dict__, "value": np.log(b / 3)}), logs) == [
+        "    Hint: your value is the exp of the reference's: a probability where a log-probability belongs (np.log it, "
+        "or stay in log space)"]
+    assert matching._algebra(np.log(b / 3) + 0.1, logs[1], logs) == []
 
 
 def test_a_carried_value_the_loop_never_updates_is_said_to_be():

@@ -806,6 +806,13 @@ def _algebra(got, q, reference):
                     said = f"your value divided by {name} is the reference's: the line has that factor once too often"
         if said:
             return [f"    Hint: {said}"]
+    with np.errstate(all="ignore"):                  # a log-space value and its probability taken one for the other
+        if (expected > 0).all() and _close(got, np.log(expected)):
+            return ["    Hint: your value is the log of the reference's: a log-probability where a probability "
+                    "belongs (np.exp it)"]
+        if _close(got, np.exp(expected)) and not _close(expected, np.exp(expected)):
+            return ["    Hint: your value is the exp of the reference's: a probability where a log-probability "
+                    "belongs (np.log it, or stay in log space)"]
     return []
 
 
