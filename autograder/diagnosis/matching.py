@@ -665,8 +665,8 @@ def explain(reference, student, config=None, wrong_outputs=(), forward_right=Fal
     j = candidate(finding, ref, mine)
     stray = _stray_write(finding, ref, mine, j)
     misplaced = _misplaced(finding, ref, mine, j) if stray is None else None
-    odd = [mine[k].name for k in (stray, misplaced and misplaced[0]) if k is not None]
-    right = _what_is_right(finding, ref, mine, reference.callers, odd)
+    placed_wrong = [mine[k].name for k in (stray, misplaced and misplaced[0]) if k is not None]
+    right = _what_is_right(finding, ref, mine, reference.callers, placed_wrong)
     if right:
         lines.append(f"  Right so far: {right}.")
     if stray is not None:
@@ -734,17 +734,20 @@ def _stray_write(finding, reference, student, before=None):
     q = reference[finding.wrong]
     containers = {_container(r.name) or _base(r.name) for r in [q] + [reference[p] for p in q.reads]}
     written = {_base(r.name) for r in reference if r.function == q.function}
-    if before is not None:                             # in the call that computed it, before it
-        span, frame = range(before), student[before].frame
-    else:
-        span, frame = range(finding.after + 1, len(student)), None
-    for j in span:
-        s = student[j]
-        if (s.frame == frame if frame is not None else s.function == q.function) \
-                and _container(s.name) in containers and _base(s.name) not in written \
+    for j in _same_call(finding, q, student, before):
+        if _container(student[j].name) in containers and _base(student[j].name) not in written \
                 and _owner(finding, reference, student, j, q.function) is not None:
             return j
     return None
+
+
+def _same_call(finding, q, student, before):
+    """The student's indices in the call that computed the wrong quantity q, before the student's value of it
+    (``before``, when known); else those after what q reads, in q's function."""
+    if before is not None:
+        frame = student[before].frame
+        return [j for j in range(before) if student[j].frame == frame]
+    return [j for j in range(finding.after + 1, len(student)) if student[j].function == q.function]
 
 
 def _misplaced(finding, reference, student, before):
@@ -753,14 +756,10 @@ def _misplaced(finding, reference, student, before):
     holding what the reference writes to ``skip[3::2]``); or None."""
     q = reference[finding.wrong]
     containers = {_container(r.name) or _base(r.name) for r in [q] + [reference[p] for p in q.reads]}
-    if before is not None:
-        span, frame = range(before), student[before].frame
-    else:
-        span, frame = range(finding.after + 1, len(student)), None
-    for j in span:
+    for j in _same_call(finding, q, student, before):
         s = student[j]
         container = _container(s.name)
-        if container not in containers or not (s.frame == frame if frame is not None else s.function == q.function):
+        if container not in containers:
             continue
         for i, hits in finding.found.items():
             r = reference[i]
