@@ -466,7 +466,8 @@ def _grade_checked(parser, args, the_course, parts, root, user, python, python_c
         progress.finish()
         if fresh_seed is not None:
             console.print(f"Graded on fresh cases from seed {fresh_seed}.")
-        console.print(report.table(results, time.monotonic() - start, args.verbose, width=min(console.width, 78)))
+        console.print(report.table(results, time.monotonic() - start, args.verbose, width=min(console.width, 78),
+                                   local=not args.gradescope))
     finally:
         reaper.end_orphans()                              # every child is dead before the results are written
         if user is not None:

@@ -115,6 +115,10 @@ def test_output_formats_and_advice_only_a_local_student_can_follow(fmt):
         assert test["output"].startswith("```text\n") and test["output"].endswith("\n```")
     else:
         assert "\033" not in test["output"] and "```" not in test["output"]
+    # the report a platform prints to its student (Autolab shows all of it) drops the advice too; a local one keeps it
+    assert "(--verbose shows all)" in report.table(results)
+    assert "--verbose" not in report.table(results, local=False) and "… and 4 more arrays differ" in \
+        report.table(results, local=False)
 
 
 def test_progress_lines_come_in_part_order_whatever_order_parts_finish_in():

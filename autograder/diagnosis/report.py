@@ -124,16 +124,18 @@ class Progress:
             self.console.stream.flush()
 
 
-def table(results, total_seconds=None, verbose=False, width=78, messages=True, with_total=True):
+def table(results, total_seconds=None, verbose=False, width=78, messages=True, with_total=True, local=True):
     """A table: section, part, score/max; failing parts' messages (every part's with verbose) above it, unless
-    not ``messages``; the total below it, unless not ``with_total``."""
+    not ``messages``; the total below it, unless not ``with_total``. Not ``local``: for a student who reads it
+    on a platform (Autolab shows what the grader prints), without advice to run the grader with other options."""
     # the name column as wide as the longest name (so a row with its mark fits 80 columns), at least 'Total'
     rule, lines = width, []
     width = min(max([len(r.part.name) + 4 for r in results] + [12]), max(rule - 40, 12))
     for r in results:
         shown = r.status in ("failed", "error") or r.output.startswith(spec.WAITS_ON_A_CELL)   # its cell's TODO
         if messages and (verbose or shown) and r.output:
-            lines += [f"── {r.part.number} {r.part.name}: {r.status} ".ljust(rule, "─"), r.output, ""]
+            lines += [f"── {r.part.number} {r.part.name}: {r.status} ".ljust(rule, "─"),
+                      r.output if local else LOCAL_ONLY.sub("", r.output), ""]
     lines += [f"{'#':<5}{'Part':<{width}}{'Score':>12}", "─" * (width + 17)]
     section = None
     for r in results:
