@@ -739,6 +739,15 @@ def test_a_lattice_state_is_named_by_what_it_stands_for():
     assert matching._first_difference(got[:, :8], expected[:, :8], lattice=extended) == "got 1 at [1, 4], expected 0"
 
 
+def test_a_beams_prefix_is_spelled_in_the_cases_symbols():
+    """In a decoding case, a loop variable holding a prefix of labels reads as the student's symbols; an integer,
+    or a tuple that is no prefix of labels (a 0, the blank, in it), stays as it is."""
+    record = dataclasses.replace(_record("s", 1.0), at=(("prefix", (2, 1)), ("c", 2), ("pair", (0, 1))))
+    spelled = matching._spelled(matching.Trace([record]), ["a", "b", "c"])
+    assert spelled.records[0].at == (("prefix", "'ba'"), ("c", 2), ("pair", (0, 1)))
+    assert matching._shown(spelled.records[0]).endswith("(when prefix = 'ba', c = 2, pair = (0, 1))")
+
+
 def test_the_previous_steps_value_is_recognised():
     e1, e2 = np.array([1.0, 2.0]), np.array([3.0, 5.0])
     reference = matching.Trace([_record("h", e1, frame=1, function="Cell.forward"),

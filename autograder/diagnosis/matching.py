@@ -654,6 +654,10 @@ def explain(reference, student, config=None, wrong_outputs=(), forward_right=Fal
     settled = forward_records(reference) if forward_right else frozenset()
     finding = first_wrong(reference.records, student.records, not reference.lost, not student.lost, settled,
                           deadline)
+    symbols = (config or {}).get("symbol_set")
+    if finding is not None and isinstance(symbols, list) and all(isinstance(c, str) for c in symbols):
+        student = _spelled(student, symbols)              # a beam's prefix as the student reads it: 'ba'
+
     if finding is None:
         return []
     ref, mine = reference.records, student.records
@@ -715,6 +719,17 @@ def explain(reference, student, config=None, wrong_outputs=(), forward_right=Fal
     if student.lost:
         lines.append(f"  (the trace of your code stopped early: {student.lost})")
     return lines
+
+
+def _spelled(trace, symbols):
+    """``trace`` with each loop variable that holds a prefix of labels (1 = the first symbol; 0, the blank, is in
+    no prefix) spelled in the case's symbols: ``prefix = 'ba'`` for ``(2, 1)``."""
+    def spell(value):
+        if isinstance(value, tuple) and all(1 <= v <= len(symbols) for v in value):
+            return repr("".join(symbols[v - 1] for v in value))
+        return value
+    records = [dataclasses.replace(r, at=tuple((n, spell(v)) for n, v in r.at)) if r.at else r for r in trace.records]
+    return dataclasses.replace(trace, records=records, places=None)
 
 
 def _container(name):
