@@ -430,3 +430,17 @@ def test_handin_packs_the_package_you_work_in_beside_built_copies(tmp_path):
         assert proc.returncode == 0, proc.stderr
         names = tarfile.open(out).getnames()
         assert "mytorch/nn/rnn_cell.py" in names and not any(n.startswith("build") for n in names), names
+
+
+def test_a_dict_whose_keys_differ_says_which():
+    """A beam's scores come back as a dict: a key the student's lacks is named as such (not "nothing was
+    returned or set"), and so are keys the reference's lacks; the empty prefix reads ''."""
+    from autograder.diagnosis import feedback
+    expected = {"best_path": 0, "log_merged_path_scores/ab": 0, "log_merged_path_scores/(empty)": 0,
+                "log_merged_path_scores/b": 0}
+    arrays = {"best_path": 0, "log_merged_path_scores/b": 0, "log_merged_path_scores/ba": 0}
+    assert feedback._keys("log_merged_path_scores", arrays, expected) == (
+        "your merged_path_scores lacks 2 keys the reference's has: '', 'ab'; it has 1 key the reference's "
+        "lacks: 'ba'")
+    assert feedback._keys("log_merged_path_scores", expected, expected) == ""
+    assert feedback.label("log_merged_path_scores/ab", {}) == "merged_path_scores['ab']"

@@ -68,6 +68,36 @@ RETURNED = {"RNNCell": ("dx", ("dh",)), "GRUCell": ("dx", ("dh",)), "GRUBlockCel
             "GMUCell": ("dx", ("dh", "dc")), "LSTMCell": ("dx", ("dh", "dc_prev")), "TGRUCell": ("dx", ("dh", "dm"))}
 
 
+# outputs the driver sends one array per key of a dict the student returns: the dict's name, as the student has it
+KEYED = {"log_merged_path_scores": "merged_path_scores"}
+KEYS_SHOWN = 4
+
+
+def _key_text(key):
+    return repr("" if key == "(empty)" else key)
+
+
+def _keys(name, arrays, expected):
+    """For a dict of the student's that differs from the reference's in its keys: the keys it lacks, and those it
+    has that the reference's lacks, in a line ('' when its keys are the reference's)."""
+    prefix = name + "/"
+    theirs = {k[len(prefix):] for k in expected if k.startswith(prefix)}
+    mine = {k[len(prefix):] for k in arrays if isinstance(k, str) and k.startswith(prefix)}
+
+    def listed(keys):
+        keys = sorted(keys, key=lambda k: (len(k), k) if k != "(empty)" else (0, ""))
+        return ", ".join(_key_text(k) for k in keys[:KEYS_SHOWN]) + (f" and {len(keys) - KEYS_SHOWN} more"
+                                                                    if len(keys) > KEYS_SHOWN else "")
+    said = []
+    if theirs - mine:
+        said.append(f"lacks {len(theirs - mine)} key{'s' if len(theirs - mine) > 1 else ''} the reference's has: "
+                    f"{listed(theirs - mine)}")
+    if mine - theirs:
+        said.append(f"has {len(mine - theirs)} key{'s' if len(mine - theirs) > 1 else ''} the reference's lacks: "
+                    f"{listed(mine - theirs)}")
+    return f"your {KEYED[name]} " + "; it ".join(said) if said else ""
+
+
 def label(name, config):
     """An array's name as the student's code spells it: ``grads['w_c']``, ``state_T[1]``, ``d_state0[0][1] (c)``,
     and a cell's returned gradients as its backward names them (``dh``, ``d_h_prev``)."""
@@ -79,6 +109,8 @@ def label(name, config):
     parts = name.split("/")
     if parts[0] == "grad" and len(parts) == 2:
         return f"grads['{parts[1]}']"
+    if parts[0] in KEYED and len(parts) == 2:
+        return f"{KEYED[parts[0]]}[{_key_text(parts[1])}]"
     if len(parts) == 3 and parts[0] in ("state_T", "d_state0") and parts[2] in config["states"]:
         if len(config["states"]) == 1:                       # one-state cells: an array (L, N, H)
             return f"{parts[0]}[{parts[1]}]"
@@ -156,6 +188,8 @@ def judge_case(k, config, expected, variants, report, arrays, verbose=False):
     types = report.get("types") if isinstance(report.get("types"), dict) else {}
     stepped = set(config.get("stepped", ()))
     for name, reference in expected.items():
+        if name.split("/")[0] in KEYED and name not in arrays:
+            continue                                 # a key the dict lacks, said with its keys below
         verdict = compare.compare(name, arrays.get(name), reference, _text(types.get(name), 300) or None,
                                   variants.get(name, ()), config["n"] or 1,
                                   steps=config["steps"] if name in stepped else None, sequence=sequence,
@@ -164,6 +198,10 @@ def judge_case(k, config, expected, variants, report, arrays, verbose=False):
             failures.append(_as_paths(name, arrays.get(name), reference, config) or verdict.message)
             hints += verdict.hints
             wrong.append((label(name, config), arrays.get(name), reference))
+    for dict_name in KEYED:                           # a dict whose keys differ: which, not an array "not set"
+        keys = _keys(dict_name, arrays, expected)
+        if keys:
+            failures.append(keys)
     if not failures:
         return CaseVerdict(True, header, [f"{header}: passed"] if verbose else [])
     if sequence:
