@@ -84,7 +84,8 @@ def test_a_value_computed_in_a_loop_carries_its_loop_variables(tmp_path):
     meta, flat = trace.pack()
     parsed = matching.parse(json.loads(json.dumps(meta)), flat)
     record = [r for r in parsed.records if r.name == "h"][-1]
-    assert record.at == (("layer", 1), ("direction", 0), ("t", 1))
+    assert record.at == (("layer", 1), ("direction", 0), ("t", 1)) and record.loop == 8       # the inner for
+    assert [r.loop for r in parsed.records if r.name == "s"] == [10] and parsed.records[0].loop == 0
     assert matching._shown(record).startswith("  your `h` at mytorch/m.py:9 (when layer = 1, direction = 0, t = 1)")
 
 
@@ -182,7 +183,7 @@ def test_a_malformed_trace_is_refused_with_a_value_error():
         broken["records"][0][field] = value
         with pytest.raises(ValueError):
             matching.parse(broken, flat)
-    for record in (None, "x", meta["records"][0][:6], meta["records"][0] + [[], 0]):
+    for record in (None, "x", meta["records"][0][:6], meta["records"][0] + [[], 0, 0]):
         with pytest.raises(ValueError):
             matching.parse(dict(meta, records=[record] + meta["records"][1:]), flat)
     # a record's loop variables only label a report: well formed, they are kept; else dropped, never trusted
@@ -192,6 +193,9 @@ def test_a_malformed_trace_is_refused_with_a_value_error():
                      ([["t", 3, 4]], ()), ([["x" * 31, 3]], ())):
         records = [meta["records"][0] + [at]] + meta["records"][1:]
         assert matching.parse(dict(meta, records=records), flat).records[0].at == kept, at
+    for line, kept in ((12, 12), (0, 0), (-3, 0), (1 << 30, 0), ("12", 0), (12.0, 0), (True, 0), ([12], 0)):
+        records = [meta["records"][0] + [[], line]] + meta["records"][1:]          # the loop's line, or 0
+        assert matching.parse(dict(meta, records=records), flat).records[0].loop == kept, line
     for values in (flat[:-1], np.append(flat, 0.0), flat.astype(np.float32), flat.reshape(1, -1), list(flat)):
         with pytest.raises(ValueError):
             matching.parse(meta, values)
@@ -697,6 +701,12 @@ def test_a_carried_value_the_loop_never_updates_is_said_to_be():
     updated = [_record("d_state", d[0], line=217)] + [_record("d_state", d[k + 1] * 2, [k], line=223) for k in range(3)]
     assert not any("never updates" in line for line in matching.explain(matching.Trace(reference),
                                                                          matching.Trace(updated)))
+    # a loop that stops a step early (range(T - 2, 0, -1)): its line, and the counts
+    in_loop = [dataclasses.replace(r, loop=222) for r in reference[1:]]
+    short = [reference[0]] + in_loop[:2]
+    lines = matching.explain(matching.Trace(reference[:1] + in_loop), matching.Trace(short))
+    assert ("your `d_state` is assigned 3 times in this call, the reference's 4 times: your loop at "
+            "mytorch/nn/x.py:222 makes fewer iterations than the reference's") in [line.strip() for line in lines]
 
 
 def test_a_write_in_place_into_a_value_the_reference_never_changes_is_reported_where_it_is_made():

@@ -75,6 +75,7 @@ class Record:
     reads: tuple
     value: np.ndarray
     at: tuple = ()               # (name, value) of the loop variables of its iteration: (("t", 3), ("k", 1))
+    loop: int = 0                # the line of the innermost for loop it is computed in (0: none)
 
 
 def _int(v, low=0, high=1 << 31):
@@ -105,7 +106,7 @@ def parse(meta, flat):
             cleaned[key] = untrusted.line(value, limit)
         return cleaned[key]
     for index, entry in enumerate(entries):
-        if not (isinstance(entry, list) and len(entry) in (7, 8)):
+        if not (isinstance(entry, list) and len(entry) in (7, 8, 9)):
             raise ValueError("a malformed trace record")
         name, file, line, frame, function, reads, dims = entry[:7]
         if not (isinstance(name, str) and isinstance(file, str) and isinstance(function, str)
@@ -121,7 +122,8 @@ def parse(meta, flat):
             code[where] = code_text(texts.get(where, ""))
         records.append(Record(clean(name, 120), clean(file, 200), line, code[where],
                               _int(frame), clean(function, 80), tuple(r for r in map(_int, reads[:64]) if r < index),
-                              flat[offset:offset + size].reshape(shape), _iteration(entry[7] if len(entry) == 8 else [])))
+                              flat[offset:offset + size].reshape(shape), _iteration(entry[7] if len(entry) > 7 else []),
+                              _loop_line(entry[8] if len(entry) > 8 else 0)))
         offset += size
     if offset != flat.size:
         raise ValueError("a trace's values do not add up")
@@ -158,6 +160,11 @@ def _iteration(raw):
         else:
             return ()
     return tuple(at)
+
+
+def _loop_line(raw):
+    """A record's loop line from the child: a line number, or 0 when it is none (it only labels a report)."""
+    return raw if type(raw) is int and 0 < raw < 1 << 24 else 0
 
 
 def _when(record):
@@ -692,7 +699,7 @@ def explain(reference, student, config=None, wrong_outputs=(), forward_right=Fal
             lines.append(f"    {difference}")
         if not kind and other is None:
             lines += _algebra(s.value, q, ref)
-        lines += _never_updated(q, ref, s, student)
+        lines += _never_updated(finding, ref, student, s)
         if handout_function(s.file, s.function):
             lines += _called_from(student, s, levels=3, across_files=True, until_own=True)
         elif not q.reads and not s.reads and s.frame in student.callers and _reads_given(s.text) \
@@ -715,6 +722,7 @@ def explain(reference, student, config=None, wrong_outputs=(), forward_right=Fal
             readers = [ref[i].name for i in range(finding.wrong + 1, len(ref)) if finding.wrong in ref[i].reads]
             lines.append("  no value of yours has its shape (an inline expression?)" +
                          (f"; it is read by {_names(readers)}" if readers else ""))
+            lines += [line[2:] for line in _never_updated(finding, ref, student)]
             lines += [f"  {o}" for o in wrong_outputs[:2]]
     if student.lost:
         lines.append(f"  (the trace of your code stopped early: {student.lost})")
@@ -830,19 +838,30 @@ def _algebra(got, q, reference):
     return []
 
 
-def _never_updated(q, reference, s, student):
-    """A note when, in the call of the student's value shown (``s``), q's name is assigned once while the
-    reference assigns it again and again there (a loop's carried state, ``d_state``, never reassigned in the
-    loop): said only when the counts show it."""
-    if s.function != q.function:
+def _never_updated(finding, reference, student, s=None):
+    """A note when, in the student's call of the wrong quantity q (the call an earlier value of q's found, else
+    that of the student's value shown, ``s``), q's name is assigned fewer times than the reference assigns it
+    there: once, where the reference assigns it at every step of a loop (a carried ``d_state`` never
+    reassigned), or in a loop that makes fewer iterations (``range(T - 2, 0, -1)`` for ``range(T - 2, -1, -1)``).
+    Said only when the counts show it, over a whole trace."""
+    q = reference[finding.wrong]
+    frame = next((student.records[finding.found[i][0][0]].frame for i in reversed(range(finding.wrong))
+                  if reference[i].frame == q.frame and finding.found.get(i)), None)
+    if frame is None and s is not None and s.function == q.function:
+        frame = s.frame
+    if frame is None or student.lost:
         return []
     theirs = sum(1 for r in reference if r.frame == q.frame and _base(r.name) == _base(q.name))
-    mine = [r for r in student.records if r.frame == s.frame and _base(r.name) == _base(q.name)]
-    if len(mine) != 1 or theirs < 3:
-        return []
-    where = "here" if mine[0] is s else f"at {mine[0].file}:{mine[0].line}"
-    return [f"    your `{mine[0].name}` is assigned once in this call, {where}; the reference assigns it {theirs} "
-            "times in this case, again at every step of its loop: your loop never updates it"]
+    mine = [r for r in student.records if r.frame == frame and _base(r.name) == _base(q.name)]
+    if len(mine) == 1 and theirs >= 3 and not mine[0].loop:
+        where = "here" if mine[0] is s else f"at {mine[0].file}:{mine[0].line}"
+        return [f"    your `{mine[0].name}` is assigned once in this call, {where}; the reference assigns it {theirs} "
+                "times in this case, again at every step of its loop: your loop never updates it"]
+    if 1 <= len(mine) < theirs and mine[-1].loop:
+        times = "once" if len(mine) == 1 else f"{len(mine)} times"
+        return [f"    your `{mine[-1].name}` is assigned {times} in this call, the reference's {theirs} times: your "
+                f"loop at {mine[-1].file}:{mine[-1].loop} makes fewer iterations than the reference's"]
+    return []
 
 
 def _first_of_its_call(trace, record):

@@ -43,11 +43,13 @@ TEXT = 200                                         # characters of a line kept
 
 class _Statement:
     """One assigning statement: its targets (AST nodes), the texts it reads, its first line and source, and the
-    names its enclosing ``for`` loops bind (``t``; ``k, direction``): which iteration a value is from."""
-    __slots__ = ("line", "targets", "text", "is_return", "loops", "_node", "_reads")
+    names its enclosing ``for`` loops bind (``t``; ``k, direction``): which iteration a value is from, and the
+    line of the innermost one (0: none)."""
+    __slots__ = ("line", "targets", "text", "is_return", "loops", "loop_line", "_node", "_reads")
 
-    def __init__(self, node, targets, source_lines, is_return=False, loops=()):
+    def __init__(self, node, targets, source_lines, is_return=False, loops=(), loop_line=0):
         self.line, self.targets, self.is_return, self.loops = node.lineno, targets, is_return, loops
+        self.loop_line = loop_line
         self.text = shown_source(source_lines[node.lineno - 1:node.end_lineno])[:TEXT]
         self._node, self._reads = node, None
 
@@ -101,23 +103,23 @@ def _loads(node):
     return found
 
 
-def _statement_nodes(body, loops=()):
-    """(statement, names bound by the ``for`` loops around it in its function) for every statement in a list of
-    statements and in the statements it holds, in source order (assignments are statements: the expressions
-    between them need no visit, which ``ast.walk`` would make)."""
+def _statement_nodes(body, loops=(), loop_line=0):
+    """(statement, names bound by the ``for`` loops around it in its function, the innermost one's line) for
+    every statement in a list of statements and in the statements it holds, in source order (assignments are
+    statements: the expressions between them need no visit, which ``ast.walk`` would make)."""
     for node in body:
-        yield node, loops
+        yield node, loops, loop_line
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            inside = ()                                  # a function's loops are its own
+            inside, line = (), 0                         # a function's loops are its own
         elif isinstance(node, (ast.For, ast.AsyncFor)):
             targets = node.target.elts if isinstance(node.target, (ast.Tuple, ast.List)) else [node.target]
-            inside = loops + tuple(t.id for t in targets if isinstance(t, ast.Name))
+            inside, line = loops + tuple(t.id for t in targets if isinstance(t, ast.Name)), node.lineno
         else:
-            inside = loops
+            inside, line = loops, loop_line
         for field in ("body", "orelse", "finalbody", "handlers", "cases"):
             inner = getattr(node, field, None)
             if isinstance(inner, list):
-                yield from _statement_nodes(inner, inside if field == "body" else loops)
+                yield from _statement_nodes(inner, *((inside, line) if field == "body" else (loops, loop_line)))
 
 
 def _statements(filename, source=None):
@@ -131,13 +133,13 @@ def _statements(filename, source=None):
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     lines, table = source.splitlines(), {}
-    for node, loops in nodes:
+    for node, loops, loop_line in nodes:
         if isinstance(node, ast.Assign):
-            statement = _Statement(node, node.targets, lines, loops=loops)
+            statement = _Statement(node, node.targets, lines, loops=loops, loop_line=loop_line)
         elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None:
-            statement = _Statement(node, [node.target], lines, loops=loops)
+            statement = _Statement(node, [node.target], lines, loops=loops, loop_line=loop_line)
         elif isinstance(node, ast.Return) and node.value is not None and not isinstance(node.value, ast.Name):
-            statement = _Statement(node, [], lines, is_return=True, loops=loops)
+            statement = _Statement(node, [], lines, is_return=True, loops=loops, loop_line=loop_line)
         else:
             continue
         for line in range(node.lineno, (node.end_lineno or node.lineno) + 1):
@@ -401,7 +403,8 @@ class Trace:
             return
         index = len(self.records)
         self.records.append({"name": name, "file": state["rel"], "line": statement.line, "text": statement.text,
-                             "frame": state["frame"], "function": state["function"], "reads": reads, "at": at})
+                             "frame": state["frame"], "function": state["function"], "reads": reads, "at": at,
+                             "loop": statement.loop_line})
         self.values.append(value)
         self._bytes += value.nbytes
         state["by_text"][name] = index
@@ -415,7 +418,7 @@ class Trace:
             key = f"{record['file']}:{record['line']}"
             texts.setdefault(key, record["text"])
             meta.append([record["name"], record["file"], record["line"], record["frame"], record["function"],
-                         record["reads"], list(value.shape)] + ([record["at"]] if record["at"] else []))
+                         record["reads"], list(value.shape)] + ([record["at"], record["loop"]] if record["loop"] else []))
         flat = np.concatenate([v.ravel() for v in self.values]) if self.values else np.zeros(0)
         callers, wanted = {}, {r["frame"] for r in self.records}
         while wanted:                                    # who called each frame that recorded, and so on up
