@@ -696,7 +696,8 @@ def test_a_carried_value_the_loop_never_updates_is_said_to_be():
     student = [_record("d_state", d[0], line=217), _record("d_new", d[0] * 2, line=220)]
     lines = matching.explain(matching.Trace(reference), matching.Trace(student))
     assert lines[0].startswith("Where your values first go wrong: `d_state`")
-    assert ("    your `d_state` is assigned once in this call, at mytorch/nn/x.py:217; the reference assigns it 4 "
+    assert "  your `d_state` at mytorch/nn/x.py:217" in lines                  # the value this call kept
+    assert ("    your `d_state` is assigned once in this call, here; the reference assigns it 4 "
             "times in this case, again at every step of its loop: your loop never updates it") in lines
     updated = [_record("d_state", d[0], line=217)] + [_record("d_state", d[k + 1] * 2, [k], line=223) for k in range(3)]
     assert not any("never updates" in line for line in matching.explain(matching.Trace(reference),
@@ -756,6 +757,26 @@ def test_a_beams_prefix_is_spelled_in_the_cases_symbols():
     spelled = matching._spelled(matching.Trace([record]), ["a", "b", "c"])
     assert spelled.records[0].at == (("prefix", "'ba'"), ("c", 2), ("pair", (0, 1)))
     assert matching._shown(spelled.records[0]).endswith("(when prefix = 'ba', c = 2, pair = (0, 1))")
+
+
+def test_a_state_tuple_read_is_named_whole_and_a_batch_is_no_stack_of_gates():
+    """``d_state[0] = …`` reads the state tuple ``d_state`` (whose last part's record the read resolves to): the
+    header says ``d_state``, not ``d_state[1]``. A (3, 4) output of a 3-gate cell with H = 4 has no gate
+    blocks; a (12, 4) one does."""
+    a, b = np.ones((2, 3)), np.full((2, 3), 2.0)
+    reference = [_record("d_state[0]", a, line=5), _record("d_state[1]", b, line=5),
+                 _record("with_output[0]", a + 1, [1], line=6)]
+    student = reference[:2] + [_record("with_output[0]", a + 3, [1], line=6)]
+    lines = matching.explain(matching.Trace(reference), matching.Trace(student))
+    assert lines[0] == "Where your values first go wrong: `with_output[0]` (computed from `d_state`)"
+    expected = np.arange(12.0).reshape(3, 4)
+    got = expected.copy()
+    got[1] += 1
+    assert "gate" not in matching.kind_of_difference(got, expected, gates=("r", "z", "n"), hidden=4)
+    stacked, wrong = np.arange(48.0).reshape(12, 4), np.arange(48.0).reshape(12, 4)
+    wrong[4:8] += 1
+    assert matching.kind_of_difference(wrong, stacked, gates=("r", "z", "n"), hidden=4) == \
+        "only gate z's block differs (rows 4:8)"
 
 
 def test_the_previous_steps_value_is_recognised():

@@ -435,6 +435,14 @@ def candidate(finding, reference, student):
     q = reference[finding.wrong]
     named = [j for j in range(finding.after + 1, len(student)) if _base(student[j].name) == _base(q.name)
              and _compatible(q.value, student[j].value) is not None]     # of another shape: another quantity
+    frame = _call_frame(finding, reference, student)
+    if frame is not None and (not named or student[named[0]].frame != frame):
+        # none after its inputs in the student's call of q: the value that call kept of that name (assigned
+        # before its loop and never again), not a later call's
+        kept = [j for j in range(finding.after + 1) if student[j].frame == frame
+                and _base(student[j].name) == _base(q.name) and _compatible(q.value, student[j].value) is not None]
+        if kept:
+            return kept[-1]
     if named:
         return named[0]
     matched_student = {j for hits in finding.found.values() for j, _ in hits}
@@ -456,7 +464,7 @@ def _close(a, b):
     return compare.close(a, b, equal_nan=True)
 
 
-def kind_of_difference(got, expected, previous=(), gates=(), function=None):
+def kind_of_difference(got, expected, previous=(), gates=(), function=None, hidden=None):
     """The kind of difference between a student's value and the expected one, in words ('' if none known), each
     said only when its definition holds: ``previous``, the quantity's reference value at its assignment before
     this one, with the function that made it (None: in this same call); ``function``: this value's."""
@@ -483,15 +491,19 @@ def kind_of_difference(got, expected, previous=(), gates=(), function=None):
             return "all zeros"
         if got.size > 1 and abs(factor - 1) > 1e-6 and np.allclose(ratios, factor, rtol=1e-6) and _close(got, factor * expected):
             return f"a constant factor: {factor:.4g} times the expected values"
-    block = _one_block(got, expected, gates)
+    block = _one_block(got, expected, gates, hidden)
     return block
 
 
-def _one_block(got, expected, gates):
-    """'only gate z's block differs' when a stacked array is right but for one of its gate blocks."""
+def _one_block(got, expected, gates, hidden=None):
+    """'only gate z's block differs' when a stacked array is right but for one of its gate blocks: an axis of
+    len(gates) blocks (of ``hidden`` entries each, when the case's hidden size is known: a batch of 3 rows is
+    no stack of 3 gates)."""
     for axis in {expected.ndim - 1, 0} if expected.ndim else ():
         count = len(gates)
         if count < 2 or expected.shape[axis] % count or expected.shape[axis] < count:
+            continue
+        if hidden is not None and expected.shape[axis] != count * hidden:
             continue
         bad = [not _close(a, b) for a, b in zip(np.split(got, count, axis=axis), np.split(expected, count, axis=axis))]
         if sum(bad) == 1:
@@ -670,7 +682,7 @@ def explain(reference, student, config=None, wrong_outputs=(), forward_right=Fal
     ref, mine = reference.records, student.records
     q = ref[finding.wrong]
     gates = GATES.get((config or {}).get("cell"), ())
-    reads = [ref[p].name for p in q.reads]
+    reads = [_whole(ref, p) for p in q.reads]
     lines = [f"Where your values first go wrong: `{q.name}`" +
              (f" (computed from {_names(reads)})" if reads else "") + (f": {_equation(q.text)}" if q.text else "")]
     j = candidate(finding, ref, mine)
@@ -690,7 +702,9 @@ def explain(reference, student, config=None, wrong_outputs=(), forward_right=Fal
         s = mine[j]
         previous = [(r.value, None if r.frame == q.frame else r.function)
                     for r in ref[:finding.wrong] if _base(r.name) == _base(q.name)][-1:]
-        kind = kind_of_difference(s.value, q.value, previous, gates, q.function)
+        hidden = (config or {}).get("H")
+        kind = kind_of_difference(s.value, q.value, previous, gates, q.function,
+                                  hidden if isinstance(hidden, int) else None)
         lines.append(_shown(s))
         # a value of another name is the nearest one, not the quantity: say whose value it is compared with
         other = q.name if _base(s.name) != _base(q.name) else None
@@ -738,6 +752,21 @@ def _spelled(trace, symbols):
         return value
     records = [dataclasses.replace(r, at=tuple((n, spell(v)) for n, v in r.at)) if r.at else r for r in trace.records]
     return dataclasses.replace(trace, records=records, places=None)
+
+
+def _whole(reference, p):
+    """The name to say for what a quantity reads: ``d_state`` for ``d_state[1]``, one part of a state tuple a
+    statement assigned whole (its parts are the records beside it), which stands for the whole state (the
+    read was of ``d_state``, and took the last part's record); the record's own name otherwise."""
+    r = reference[p]
+    match = re.fullmatch(r"(.+)\[\d+\]", r.name)
+    if match and not r.name.startswith("return of"):
+        part = re.compile(re.escape(match.group(1)) + r"\[\d+\]")
+        for k in (p - 1, p + 1):
+            if 0 <= k < len(reference) and reference[k].frame == r.frame and reference[k].line == r.line \
+                    and part.fullmatch(reference[k].name):
+                return match.group(1)
+    return r.name
 
 
 def _container(name):
@@ -838,6 +867,14 @@ def _algebra(got, q, reference):
     return []
 
 
+def _call_frame(finding, reference, student):
+    """The student's frame of the call the wrong quantity is computed in: that of the student's value found for
+    the last earlier quantity of the same reference call; None if none was found."""
+    q = reference[finding.wrong]
+    return next((student[finding.found[i][0][0]].frame for i in reversed(range(finding.wrong))
+                 if reference[i].frame == q.frame and finding.found.get(i)), None)
+
+
 def _never_updated(finding, reference, student, s=None):
     """A note when, in the student's call of the wrong quantity q (the call an earlier value of q's found, else
     that of the student's value shown, ``s``), q's name is assigned fewer times than the reference assigns it
@@ -845,8 +882,7 @@ def _never_updated(finding, reference, student, s=None):
     reassigned), or in a loop that makes fewer iterations (``range(T - 2, 0, -1)`` for ``range(T - 2, -1, -1)``).
     Said only when the counts show it, over a whole trace."""
     q = reference[finding.wrong]
-    frame = next((student.records[finding.found[i][0][0]].frame for i in reversed(range(finding.wrong))
-                  if reference[i].frame == q.frame and finding.found.get(i)), None)
+    frame = _call_frame(finding, reference, student.records)
     if frame is None and s is not None and s.function == q.function:
         frame = s.frame
     if frame is None or student.lost:
@@ -925,7 +961,8 @@ def gate_blocks(names_and_arrays, config):
     found = []
     for label, got, expected in names_and_arrays:
         if got is not None and got.shape == expected.shape:
-            block = _one_block(got, expected, gates)
+            hidden = (config or {}).get("H")
+            block = _one_block(got, expected, gates, hidden if isinstance(hidden, int) else None)
             if block:
                 found.append(f"{label}: {block}")
     return found
