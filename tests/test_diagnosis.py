@@ -426,8 +426,9 @@ def test_an_infinite_reference_entry_is_matched_by_itself_alone():
 
 
 def test_a_value_computed_in_the_handouts_own_code_is_not_called_the_students():
-    """A wrong `total` in the provided _lse is 'in the provided _lse', followed to the student's line that called
-    it ('your line'); a function the handout gives whole is not among 'your' functions right so far."""
+    """A wrong `total` in the provided _lse is judged by what reads it: the student's own `la[t]` at the line
+    that called it is named, never "your `total`"; a function the handout gives whole is not among 'your'
+    functions right so far; a value of the handout's shown is "in the provided _lse", followed to 'your line'."""
     a, b = np.array([1.0, 2.0]), np.array([3.0, 4.0])
     ctc = "mytorch/nn/ctc.py"
 
@@ -435,19 +436,24 @@ def test_a_value_computed_in_the_handouts_own_code_is_not_called_the_students():
         return matching.Record(name, ctc, line, "", frame, function, tuple(reads), np.asarray(value))
     assert driver.handout_function(ctc, "_lse") and not driver.handout_function(ctc, "log_alpha")
     reference = [record("S", [5.0], [], 101, 1, "final_states"), record("stay", a, [], 114, 2, "log_alpha"),
-                 record("total", a + b, [1], 58, 3, "_lse")]
+                 record("total", a + b, [1], 58, 3, "_lse"), record("la[t]", a + b + 1, [2], 115, 2, "log_alpha")]
     callers = {3: (2, ctc, 115, "la[t] = _lse(stay, move, jump) + ly[t]"),
                2: (0, "mytorch/nn/ctc_course.py", 103, "gamma = …")}
-    student = matching.Trace(reference[:2] + [record("total", a - b, [1], 58, 3, "_lse")], callers=callers)
+    student = matching.Trace(reference[:2] + [record("total", a - b, [1], 58, 3, "_lse"),
+                                              record("la[t]", a - b + 1, [2], 115, 2, "log_alpha")], callers=callers)
     lines = matching.explain(matching.Trace(reference, callers=callers), student)
+    assert lines[0] == "Where your values first go wrong: `la[t]` (computed from `total`)"
     assert not any("final_states" in line for line in lines)                     # not "Right so far: your …"
-    assert lines[1] == "  `total` in the provided _lse at mytorch/nn/ctc.py:58"
-    assert lines[3] == "    called from your line mytorch/nn/ctc.py:115:\n      la[t] = _lse(stay, move, jump) + ly[t]"
-    assert len(lines) == 4 and not any("your `total`" in line for line in lines)
+    assert "  your `la[t]` at mytorch/nn/ctc.py:115" in lines and not any("your `total`" in line for line in lines)
+    shown = matching._shown(student.records[2])
+    assert shown == "  `total` in the provided _lse at mytorch/nn/ctc.py:58"
+    assert matching._called_from(student, student.records[2], levels=3, across_files=True, until_own=True) == [
+        "    called from your line mytorch/nn/ctc.py:115 (which gives `la[t]`):\n"
+        "      la[t] = _lse(stay, move, jump) + ly[t]"]
     mine = [record("S", [5.0], [], 101, 1, "extend_target")] + reference[1:]       # the student's own function
-    lines = matching.explain(matching.Trace(mine, callers=callers), matching.Trace(mine[:2] + student.records[2:],
-                                                                                      callers=callers))
-    assert lines[1] == "  Right so far: your extend_target."
+    lines = matching.explain(matching.Trace(mine, callers=callers),
+                             matching.Trace(mine[:2] + student.records[2:], callers=callers))
+    assert lines[1] == "  Right so far: your extend_target; in log_alpha, `stay` matches the reference."
 
 
 def test_the_handouts_whole_functions_are_the_solutions_functions_without_a_region():

@@ -332,7 +332,6 @@ def first_wrong(reference, student, reference_complete=True, student_complete=Tr
     for j, s in enumerate(student):                    # assigning it, in order
         names.setdefault(_base(s.name), []).append(j)
         names_in.setdefault((s.function, _base(s.name)), []).append(j)
-    called = {(s.file, s.function) for s in student}
     found, at, bounds = {}, {}, {}
     latest, latest_in_frame = -1, {}                   # the student's index of the last quantity found (in q's call)
     compared = {}                                      # (q's call, name) -> the student's value last found for it
@@ -386,7 +385,7 @@ def first_wrong(reference, student, reference_complete=True, student_complete=Tr
         # that differs is not (a mask read a row at a time: its readers are right until a padded step)
         right[i] = bool(found[i]) or (i not in contradicted and any(all(right[m] for m in members[statement[c]])
                                                                      for c in children[i])) \
-            or _given(reference[i], names) or i in settled or _not_called(reference[i], called)
+            or _given(reference[i], names) or i in settled or _in_handout(reference[i])
     found_after = [False] * len(reference)            # some later quantity was found: the student got past it
     for i in reversed(range(len(reference) - 1)):
         found_after[i] = found_after[i + 1] or bool(found[i + 1])
@@ -397,11 +396,12 @@ def first_wrong(reference, student, reference_complete=True, student_complete=Tr
     return None
 
 
-def _not_called(q, called):
-    """Whether q is computed in a function the handout gives whole that the student's code never called (their
-    own inline ``norm`` for the solution's ``_lse_last``): its values are judged by what reads them, the
-    student's own, never named wrong themselves."""
-    return (q.file, q.function) not in called and handout_function(q.file, q.function)
+def _in_handout(q):
+    """Whether q is computed in a function the handout gives whole (``_lse``, ``_shift``): its values are judged
+    by what reads them, the student's own, never named wrong themselves. What the student passed it, or a call
+    of it their loop never made, shows in the student's value that reads its result (their inline ``norm``, for
+    the solution's ``_lse_last``, is named the same way)."""
+    return handout_function(q.file, q.function)
 
 
 def _given(q, names):
