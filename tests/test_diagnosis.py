@@ -785,6 +785,24 @@ def test_a_state_tuple_read_is_named_whole_and_a_batch_is_no_stack_of_gates():
         "only gate z's block differs (rows 4:8)"
 
 
+def test_a_write_through_another_name_of_an_input_is_reported_where_it_is_made():
+    """``la = ly`` then ``la[0, ..., 2:] = …`` writes into ``ly``, which a later call reads again: the report names
+    that write and says `la` is `ly` itself. A copy (``la = ly.copy()``) is no such name."""
+    ly, la = np.arange(6.0), np.zeros(6)                                     # (a start: judged by its readers)
+    reference = [_record("la", la, line=110, function="log_alpha"),
+                 _record("la[0, ..., :2]", ly[:2], [0], line=112, function="log_alpha"),
+                 _record("ahead", ly + 1, line=128, frame=2, function="log_beta")]
+    for copy, said in (("la = ly", True), ("la = ly.copy()", False)):
+        student = [dataclasses.replace(_record("la", ly, line=110, function="log_alpha"), text=copy),
+                   _record("la[0, ..., 2:]", la[2:], [0], line=113, function="log_alpha"),
+                   _record("ahead", ly + 5, line=128, frame=2, function="log_beta")]
+        lines = matching.explain(matching.Trace(reference), matching.Trace(student))
+        assert lines[0].startswith("Where your values first go wrong: `ahead`")
+        alias = ("    `la` is `ly` itself (`la = ly` makes no copy): writing into it changes `ly` too, wherever it "
+                 "is read again")
+        assert (alias in lines) is said and ("  your `la[0, ..., 2:]` at mytorch/nn/x.py:113" in lines) is said
+
+
 def test_the_previous_steps_value_is_recognised():
     e1, e2 = np.array([1.0, 2.0]), np.array([3.0, 5.0])
     reference = matching.Trace([_record("h", e1, frame=1, function="Cell.forward"),

@@ -919,20 +919,44 @@ def _reads_given(text):
 
 
 def _in_place(reference, student, before):
-    """For the first write, before the student's index ``before``, into an array the reference makes in that
-    function and never writes into there (``h[...] = …`` in a forward, over the ``h`` the cache keeps): where,
-    and that changing it in place changes it wherever it is kept. [] if there is none."""
+    """For the first write, before the student's index ``before``, into an array the student's call did not
+    make: one the reference makes in that function and never writes into there (``h[...] = …`` in a forward,
+    over the ``h`` its cache keeps), or one the student's own ``la = ly`` made another name of (``la[…] = …``
+    writes into ``ly``, which the caller reads again). Where, and that changing it in place changes it wherever
+    it is kept. [] if there is none."""
     made, written = set(), set()
     for r in reference:
         made.add((r.function, _base(r.name)))
         if _container(r.name):
             written.add((r.function, _container(r.name)))
+    aliases = {}                                       # (frame, name) -> the name it was made another name of
     for s in student[:max(before, 0)]:
         container = _container(s.name)
-        if container and (s.function, container) in made and (s.function, container) not in written:
+        if not container:
+            other = _plain_copy(s.text, s.name)
+            aliases[(s.frame, s.name)] = other
+            continue
+        alias = aliases.get((s.frame, container))
+        if alias:
+            return [_shown(s), f"    `{container}` is `{alias}` itself (`{container} = {alias}` makes no copy): "
+                               f"writing into it changes `{alias}` too, wherever it is read again"]
+        if (s.function, container) in made and (s.function, container) not in written:
             return [_shown(s), f"    the reference never writes into `{container}` in {s.function}: writing into it "
                                "in place changes it wherever it is kept too (a cache, the caller's array)"]
     return []
+
+
+def _plain_copy(text, name):
+    """``ly`` for a statement ``la = ly`` assigning ``name`` another name's array (no copy made); else None."""
+    try:
+        tree = ast.parse(text.strip())
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    if len(tree.body) == 1 and isinstance(tree.body[0], ast.Assign) and len(tree.body[0].targets) == 1:
+        target, value = tree.body[0].targets[0], tree.body[0].value
+        if isinstance(target, ast.Name) and target.id == name and isinstance(value, ast.Name):
+            return value.id
+    return None
 
 
 def _owner(finding, reference, student, j, function):
