@@ -584,7 +584,8 @@ def _what_is_right(finding, reference, student, callers=None, besides=()):
                if f != q.function and f not in calling][-3:]
     same = [student[min(j for j, _ in finding.found[k])].name for k in finding.right
             if reference[k].frame == q.frame and finding.found.get(k)]
-    same = [name for name in same if not name.startswith("return of") and name not in besides]
+    same = [name for name in same if not name.startswith("return of") and name not in besides
+            and _base(name) != _base(q.name)]          # (right at earlier steps: said by the "when" below)
     words = []
     files = {r.function: r.file for r in reference}
     earlier = [f for f in earlier if not f.rpartition(".")[2].startswith("_")     # helpers: named where they fail
