@@ -789,7 +789,7 @@ def _stray_write(finding, reference, student, before=None):
     written = {_base(r.name) for r in reference if r.function == q.function}
     for j in _same_call(finding, q, student, before):
         if _container(student[j].name) in containers and _base(student[j].name) not in written \
-                and _owner(finding, reference, student, j, q.function) is not None:
+                and _entry_held(finding, reference, student, j, q.function, same_container=False) is not None:
             return j
     return None
 
@@ -814,11 +814,9 @@ def _misplaced(finding, reference, student, before):
         container = _container(s.name)
         if container not in containers:
             continue
-        for i, hits in finding.found.items():
-            r = reference[i]
-            if r.function == q.function and _container(r.name) == container and _base(r.name) != _base(s.name) \
-                    and any(k == j for k, _ in hits):
-                return j, r.name
+        theirs = _entry_held(finding, reference, student, j, q.function, same_container=True)
+        if theirs is not None:
+            return j, theirs
     return None
 
 
@@ -907,12 +905,19 @@ def _first_of_its_call(trace, record):
     return next(r for r in trace.records if r.frame == record.frame) is record
 
 
+def _parsed(text):
+    """A statement's source from the child, parsed (at most CODE_LINES lines of 200 characters), or None."""
+    try:
+        return ast.parse(text.strip())
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
 def _reads_given(text):
     """Whether a statement's source reads a name (a parameter, when nothing it reads was assigned in the call);
     False for one that reads constants alone (``la[0, ..., :2] = 0.0``) or does not parse."""
-    try:
-        tree = ast.parse(text.strip())
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = _parsed(text)
+    if tree is None:
         return False
     values = [node.value for node in tree.body if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign))]
     return any(isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in MODULES
@@ -949,24 +954,23 @@ def _in_place(reference, student, before):
 
 def _plain_copy(text, name):
     """``ly`` for a statement ``la = ly`` assigning ``name`` another name's array (no copy made); else None."""
-    try:
-        tree = ast.parse(text.strip())
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-    if len(tree.body) == 1 and isinstance(tree.body[0], ast.Assign) and len(tree.body[0].targets) == 1:
+    tree = _parsed(text)
+    if tree is not None and len(tree.body) == 1 and isinstance(tree.body[0], ast.Assign) and len(tree.body[0].targets) == 1:
         target, value = tree.body[0].targets[0], tree.body[0].value
         if isinstance(target, ast.Name) and target.id == name and isinstance(value, ast.Name):
             return value.id
     return None
 
 
-def _owner(finding, reference, student, j, function):
-    """The name of the reference's entry in ``function``, of a container other than the one the student's value
-    j is written into, whose value j holds; or None."""
-    container = _container(student[j].name)
+def _entry_held(finding, reference, student, j, function, same_container):
+    """The name of the reference's entry in ``function`` whose value the student's write j holds: one of the
+    container j writes into under another index (``same_container``), or one of another container; or None."""
+    container, name = _container(student[j].name), _base(student[j].name)
     for i, hits in finding.found.items():
         r = reference[i]
-        if r.function == function and _container(r.name) not in (None, container) and any(k == j for k, _ in hits):
+        theirs = _container(r.name)
+        fits = theirs == container and _base(r.name) != name if same_container else theirs not in (None, container)
+        if r.function == function and fits and any(k == j for k, _ in hits):
             return r.name
     return None
 
@@ -974,10 +978,9 @@ def _owner(finding, reference, student, j, function):
 def _stray_lines(finding, reference, student, j):
     """The report's lines for a stray write (``_stray_write``): where, and whose value it is."""
     s, q = student[j], reference[finding.wrong]
-    return [_shown(s),
-            f"    the reference never assigns `{s.name}` in {q.function}; this value is its "
-            f"`{_owner(finding, reference, student, j, q.function)}`, so `{_container(s.name)}` holds an entry "
-            "it should not"]
+    theirs = _entry_held(finding, reference, student, j, q.function, same_container=False)
+    return [_shown(s), f"    the reference never assigns `{s.name}` in {q.function}; this value is its `{theirs}`, "
+                       f"so `{_container(s.name)}` holds an entry it should not"]
 
 
 def gate_blocks(names_and_arrays, config):
