@@ -10,7 +10,6 @@ import contextlib
 import dataclasses
 import errno
 import os
-import pwd
 import secrets
 import stat
 import subprocess
@@ -23,7 +22,19 @@ import autograder
 from autograder import grade
 from autograder.diagnosis import report
 from autograder.parts import course
-from autograder.sandbox import interpreter, isolation, reaper, runner, tree, untrusted, zygote
+from autograder.sandbox import (
+    bytecode,
+    childspec,
+    cleanup,
+    interpreter,
+    isolation,
+    namespaces,
+    reaper,
+    system,
+    tree,
+    untrusted,
+    zygotes,
+)
 
 GRADESCOPE_RESULTS = "/autograder/results/results.json"
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -68,6 +79,11 @@ def add_common(parser, jobs="parts graded at once (default: one more than the co
     parser.add_argument("--python", default=None, metavar="PATH",
                         help="the Python (with numpy) that runs student code; with --run-as that user must be "
                              "able to run it (default: this Python)")
+
+
+def limits_of(args):
+    """A part's ``childspec.Limits`` from ``--timeout`` and ``--memory``."""
+    return childspec.Limits(args.timeout, args.memory)
 
 
 def grade_parser():
@@ -129,6 +145,9 @@ def resolve_user(parser, name):
     """The pwd entry of ``--run-as`` (None without it); a usage error unless it is a real user and we are root."""
     if name is None:
         return None
+    if not system.LINUX:
+        parser.error(system.linux_only("--run-as"))
+    import pwd
     try:
         user = pwd.getpwnam(name)
     except KeyError:
@@ -285,13 +304,13 @@ def instructor_places(solution, graded, python):
                     places.append((place, f"a folder of the instructor's checkout {top}"))
     # of the grader's own package: its instructor-only modules, and the bytecode of every module (theirs
     # included, whenever it is written: a child loads the grader's modules from their sources then) with the
-    # solution's pycs the grade keeps there (runner.KNOWN_CACHE): each package's folder is made now if
+    # solution's pycs the grade keeps there (bytecode.KNOWN_CACHE): each package's folder is made now if
     # missing, so that it is hidden and checked even if only this run writes it
-    bytecode = [os.path.join(folder, "__pycache__") for folder in ("", *autograder.PACKAGES)]
-    for folder in bytecode:
+    caches = [os.path.join(folder, "__pycache__") for folder in ("", *autograder.PACKAGES)]
+    for folder in caches:
         with contextlib.suppress(OSError):
-            runner.make_bytecode_folder(os.path.join(HERE, folder))
-    for name in (*autograder.INSTRUCTOR_ONLY, *bytecode):
+            bytecode.make_bytecode_folder(os.path.join(HERE, folder))
+    for name in (*autograder.INSTRUCTOR_ONLY, *caches):
         place = os.path.realpath(os.path.join(HERE, name))
         if os.path.exists(place):
             places.append((place, "the grader's instructor-only modules and bytecode"))
@@ -311,11 +330,11 @@ def hide_from_users(parser, users, places):
     except OSError as error:
         parser.error(f"could not check what the sandbox users may read: {error}")
     for user, found in zip(users, readable):
-        if found and not runner.can_hide():
+        if found and not namespaces.can_hide():
             parser.error(f"user {user.pw_name} can read {found[0]} ({what[found[0]]}), and student code cannot be "
                          f"kept from it here (no mount namespace can be made): make it readable by root alone "
                          f"first (chmod -R go-rwx {found[0]})")
-    runner.hide(sorted({path for found in readable for path in found}))
+    namespaces.hide(sorted({path for found in readable for path in found}))
 
 
 class ResultsNotWritten(str):
@@ -342,7 +361,7 @@ def write_results(path, payload, user=None):
 
 
 def _free_space(user):
-    runner.free_space(user)
+    cleanup.free_space(user)
     return True
 
 
@@ -363,7 +382,7 @@ def ready_for(user, checked):
     of what an earlier run may have left (IPC objects, temporary files; its processes the checks killed): run
     before anything of the submission runs as ``user``."""
     checked()
-    runner.clear_user(user)
+    cleanup.clear_user(user)
 
 
 def _no_package(root):
@@ -381,7 +400,7 @@ def _placeholder(parts, message):
 
 
 def main_grade(argv, worker=None):
-    """``python -m autograder [options]``; ``worker``: a zygote of this Python started early (``zygote.early``,
+    """``python -m autograder [options]``; ``worker``: a zygote of this Python started early (``zygotes.early``,
     which starts none when ``--python`` names another interpreter), ended by the grade."""
     parser = grade_parser()
     args = parser.parse_args(argv)
@@ -397,12 +416,12 @@ def main_grade(argv, worker=None):
     if worker is not None and user is not None:           # never (early() starts none under --run-as): one started
         worker.close()                                    # before the checks of what it loads as root is not used
         worker = None
-    if worker is None and user is not None and zygote.enabled():
+    if worker is None and user is not None and zygotes.enabled():
         # a --python and the grader's files are checked now: it imports NumPy while the rest is set up; the
         # grader's own Python, run as root by a zygote too, once its checks (still under way) have passed
         if python is None:
             python_checked()
-        worker = started = zygote.Zygote(python)
+        worker = started = zygotes.Zygote(python)
     loading = concurrent.futures.ThreadPoolExecutor(max_workers=1)
     # the stored references, read and verified while the zygote starts and the rest is checked
     loaded = loading.submit(grade.references, parts, jobs=args.jobs) if args.fresh_seed is None else None
@@ -458,11 +477,10 @@ def _grade_checked(parser, args, the_course, parts, root, user, python, python_c
             console.print(missing)
             results = _placeholder(parts, missing)
         else:
-            results = grade.grade(root, parts, timeout=args.timeout, memory_mb=args.memory, verbose=args.verbose,
-                                  fresh_seed=fresh_seed, solution=solution, jobs=args.jobs, user=user,
-                                  python=python, progress=progress, worker=worker,
-                                  ready=lambda: ready_for(user, python_checked), loaded=loaded and loaded.result,
-                                  reference_cells=cells)
+            child = childspec.ChildSpec(root, limits_of(args), user, python, zygote=worker)
+            results = grade.grade(child, parts, verbose=args.verbose, fresh_seed=fresh_seed, solution=solution,
+                                  jobs=args.jobs, progress=progress, ready=lambda: ready_for(user, python_checked),
+                                  loaded=loaded and loaded.result, reference_cells=cells)
         progress.finish()
         if fresh_seed is not None:
             console.print(f"Graded on fresh cases from seed {fresh_seed}.")
@@ -471,7 +489,7 @@ def _grade_checked(parser, args, the_course, parts, root, user, python, python_c
     finally:
         reaper.end_orphans()                              # every child is dead before the results are written
         if user is not None:
-            runner.clear_user(user)
+            cleanup.clear_user(user)
         if results_path:                                  # written always, even if grading itself broke
             if len(results) != len(parts):
                 results = _placeholder(parts, "the grader stopped before grading this part")

@@ -13,7 +13,18 @@ import time
 
 from autograder.diagnosis import feedback, matching
 from autograder.parts import course, data, spec
-from autograder.sandbox import cgroups, fairness, isolation, runner, tree, untrusted, zygote
+from autograder.sandbox import (
+    bytecode,
+    cgroups,
+    childspec,
+    fairness,
+    isolation,
+    runner,
+    system,
+    tree,
+    untrusted,
+    zygotes,
+)
 
 PART_OUTPUT_LIMIT = 16000        # characters of one part's message: the results file stays well under 1 MB
 
@@ -42,25 +53,26 @@ def judge(part, part_data, outcome, verbose=False, diagnose=None):
     return PartResult(part, score, status, output, outcome.seconds, hints=tuple(hints))
 
 
-def _fresh_part_data(part, seed, solution, timeout, memory_mb, python=None, worker=None):
-    """New cases from ``seed``, with references computed by a child running the instructor's solution (forked
-    from ``worker``, the references' own zygote, if there is one)."""
+def _fresh_part_data(part, seed, solution):
+    """New cases from ``seed``, with references computed by a child running the instructor's solution
+    (``solution``, a ``ChildSpec`` whose zygote, if any, is the references' own)."""
     cases = spec.make_cases(part, seed)
     configs, inputs = [c for c, _ in cases], [i for _, i in cases]
-    outcome = runner.run_child(solution, configs, inputs, timeout=timeout, memory_mb=memory_mb, python=python,
-                                zygote=worker)
+    outcome = runner.run_child(solution, configs, inputs)
     if outcome.failure or any(r.get("status") != "ok" for r in outcome.reports):
         problem = outcome.failure or next(r["error"] for r in outcome.reports if r.get("status") != "ok")
-        raise data.ReferenceDataError(f"the reference solution in {solution} failed on part {part.number}: {problem}")
+        raise data.ReferenceDataError(f"the reference solution in {solution.root} failed on part {part.number}: "
+                                      f"{problem}")
     expected = [{name: a for (case, name), a in outcome.arrays.items() if case == k} for k in range(len(configs))]
-    return data.PartData(configs, inputs, expected, [{} for _ in configs], solution=solution)
+    return data.PartData(configs, inputs, expected, [{} for _ in configs], solution=solution.root)
 
 
-def reference(part, fresh_seed, solution, timeout, memory_mb, manifest, python=None, worker=None):
-    """A part's verified reference data, or the ReferenceDataError that explains why there is none."""
+def reference(part, fresh_seed, solution, manifest):
+    """A part's verified reference data, or the ReferenceDataError that explains why there is none.
+    ``solution``: the ``ChildSpec`` of the instructor's solution, which computes them with a fresh seed."""
     try:
         if fresh_seed is not None:
-            return _fresh_part_data(part, fresh_seed, solution, timeout, memory_mb, python, worker)
+            return _fresh_part_data(part, fresh_seed, solution)
         if isinstance(manifest, data.ReferenceDataError):
             raise manifest
         part_data = data.load_part(part.number, manifest=manifest)
@@ -70,17 +82,15 @@ def reference(part, fresh_seed, solution, timeout, memory_mb, manifest, python=N
         return error
 
 
-def grade_part(part, part_data, root, timeout, memory_mb, verbose, user, python=None, worker=None, bytecode=None,
-               budget=None):
+def grade_part(part, part_data, child, verbose=False, budget=None):
+    """One part graded in a child of ``child`` (a ``ChildSpec``): a ``PartResult``, whatever happened."""
     if isinstance(part_data, data.ReferenceDataError):
         return PartResult(part, 0.0, "error", f"Cannot grade this part: {part_data}")
     try:
-        outcome = runner.run_child(root, part_data.configs, part_data.inputs, timeout=timeout, memory_mb=memory_mb,
-                                    user=user, python=python, zygote=worker, bytecode=bytecode)
+        outcome = runner.run_child(child, part_data.configs, part_data.inputs)
 
         def diagnose(k, wrong):                 # a failing case re-run with tracing: the first wrong quantity
-            return matching.diagnose_case(part_data, k, root, wrong, timeout, memory_mb, user, python, budget,
-                                           zygote=worker, bytecode=bytecode)
+            return matching.diagnose_case(part_data, k, child, wrong, budget)
         result = judge(part, part_data, outcome, verbose, diagnose)
         result.starved = outcome.starved
     except Exception as error:          # a fault of the grader itself: this part scores 0, the others go on
@@ -90,8 +100,9 @@ def grade_part(part, part_data, root, timeout, memory_mb, verbose, user, python=
     return result
 
 
-def references(parts, fresh_seed=None, solution=None, timeout=20.0, memory_mb=1024, jobs=None, python=None):
-    """Every part's verified reference data (or its ReferenceDataError), read before any student code runs."""
+def references(parts, fresh_seed=None, solution=None, limits=childspec.DEFAULT, jobs=None, python=None):
+    """Every part's verified reference data (or its ReferenceDataError), read before any student code runs; with
+    a fresh seed, computed by the instructor's ``solution`` (a folder) in children of ``limits`` and ``python``."""
     manifest = None
     if fresh_seed is None:
         try:
@@ -100,11 +111,11 @@ def references(parts, fresh_seed=None, solution=None, timeout=20.0, memory_mb=10
         except data.ReferenceDataError as error:
             manifest = error                                 # every part reports it; grading still finishes
     # with a fresh seed, the solution's children fork from a zygote of the references' own (none of a submission)
-    with zygote.running(1 if fresh_seed is not None else 0, python) as workers:
+    with zygotes.running(1 if fresh_seed is not None else 0, python) as workers:
         worker = workers[0] if workers else None
+        child = childspec.ChildSpec(solution, limits, python=python, zygote=worker)
         with concurrent.futures.ThreadPoolExecutor(max_workers=jobs or default_jobs()) as pool:
-            return list(pool.map(lambda p: reference(p, fresh_seed, solution, timeout, memory_mb, manifest, python,
-                                                     worker), parts))
+            return list(pool.map(lambda p: reference(p, fresh_seed, child, manifest), parts))
 
 
 def default_jobs():
@@ -112,7 +123,7 @@ def default_jobs():
     of its short life asleep (forked, joining its memory cgroup, its namespaces torn down as it exits), so one
     child more keeps the cores busy: the 31 parts of the solution took 0.86 s against 1.03 s with one per core
     (2 cores, as root; 0.85 s against 1.01 s as another user)."""
-    return len(os.sched_getaffinity(0)) + 1
+    return system.cpu_count() + 1
 
 
 def instructor_checkout():
@@ -164,20 +175,22 @@ def with_reference_cells(root, solution):
     return folder
 
 
-def grade(root, parts=None, timeout=20.0, memory_mb=1024, verbose=False, fresh_seed=None, solution=None,
-          jobs=None, user=None, python=None, loaded=None, progress=None, worker=None, template=None, gate=None,
-          ready=None, reference_cells=None):
-    """Grade the ``mytorch`` in ``root`` on ``parts`` (default: the course's). Returns a list of ``PartResult``.
+def grade(child, parts=None, verbose=False, fresh_seed=None, solution=None, jobs=None, loaded=None, progress=None,
+          template=None, gate=None, ready=None, reference_cells=None):
+    """Grade the ``mytorch`` in ``child.root`` on ``parts`` (default: the course's), each part in a child of
+    ``child`` (a ``ChildSpec``: its limits, the user and the Python it runs as, and the zygote it is forked
+    from, if one was started for this grade; a folder alone: the default limits, as this Python). Returns a
+    list of ``PartResult``.
 
     Every reference is loaded and verified (or computed by the solution) before any student code runs, so
     nothing a submission does to the files on disk can change this run's references; ``loaded``: the
     ``references(parts, ...)`` already read (batch grading reads them once for every submission), or a function
     that returns them (the grading command starts reading them before its checks).
-    ``user``: a pwd entry to run student code as; ``python``: the child's interpreter; ``progress``: called
-    with each ``PartResult`` as soon as its part is graded (from a worker thread). The parts' children are
-    forked from one zygote of this submission's own (``zygote``), never shared with another submission:
-    ``worker``, one started earlier for this grade (of ``python``), which this call then ends; else a new one,
-    forked from ``template`` (a ``zygote.Template`` of ``python``: batch keeps one for all its submissions) if
+    ``progress``: called with each ``PartResult`` as soon as its part is graded (from a worker thread). The
+    parts' children are forked from one zygote of this submission's own (``zygotes``), never shared with
+    another submission: ``child.zygote``, one started earlier for this grade, which this call then ends; else a
+    new one (where zygotes run at all),
+    forked from ``template`` (a ``zygotes.Template`` of ``python``: batch keeps one for all its submissions) if
     one is given. A part that ran out of time starved of CPU, or that the grader failed on, is graded again
     once the others are done, one at a time, alone through ``gate`` (a ``fairness.Gate``: batch shares one
     between its submissions), for at most ``fairness.ALONE_LIMITS`` part limits in all. ``ready``: called (in
@@ -188,8 +201,12 @@ def grade(root, parts=None, timeout=20.0, memory_mb=1024, verbose=False, fresh_s
     parts = list(parts or course.load_course().parts())
     jobs = jobs or default_jobs()
     gate = gate or fairness.Gate()
-    if worker is None and zygote.enabled():
-        worker = zygote.Zygote(python, template=template)           # imports NumPy while the references load
+    if not isinstance(child, childspec.ChildSpec):                # a folder: its children as every default says
+        child = childspec.ChildSpec(os.path.abspath(child))
+    root, user, worker = child.root, child.user, child.zygote
+    if worker is None and zygotes.enabled():
+        worker = zygotes.Zygote(child.python, template=template)     # imports NumPy while the references load
+        child = dataclasses.replace(child, zygote=worker)
     overlay = overlay_code = None
     if reference_cells is not None and user is None and any(p.number.split(".")[0] == "6" for p in parts):
         try:
@@ -198,33 +215,31 @@ def grade(root, parts=None, timeout=20.0, memory_mb=1024, verbose=False, fresh_s
             overlay = None                                # its parts then run on the submission's own cells
 
     def place(part, code):
-        """(the root and bytecode a part runs on): section 6 on the reference cells where asked."""
+        """The child a part runs in: section 6 on the reference cells where asked."""
         if overlay is not None and part.number.split(".")[0] == "6":
-            return overlay, overlay_code
-        return root, code
+            return child.at(overlay, overlay_code)
+        return child.at(root, code)
     try:
         with gate.shared():
             def compile_when_ready():
                 checkout = instructor_checkout()                 # the grader's own, compiled while it waits
-                known = runner.known_sources(checkout, user) if checkout else None
+                known = bytecode.known_sources(checkout, user) if checkout and worker is not None else None
                 if ready is not None:
                     ready()
-                return runner.compiled(root, timeout, memory_mb, user, worker, known)
+                return bytecode.compiled(child, known)
             with concurrent.futures.ThreadPoolExecutor(max_workers=1) as aside:    # compiled (never run) meanwhile
                 compiling = aside.submit(compile_when_ready)
                 if loaded is None:
-                    loaded = references(parts, fresh_seed, solution, timeout, memory_mb, jobs, python)
+                    loaded = references(parts, fresh_seed, solution, child.limits, jobs, child.python)
                 elif callable(loaded):
                     loaded = loaded()
-                bytecode = compiling.result()                                       # compiled once, not per part
+                code = compiling.result()                                           # compiled once, not per part
             if overlay is not None:
-                overlay_code = runner.compiled(overlay, timeout, memory_mb, user, worker)
+                overlay_code = bytecode.compiled(child.at(overlay))
             budget = matching.Budget()                    # the grading process's time on this one's diagnoses
 
             def graded(part, part_data):
-                where, code = place(part, bytecode)
-                result = grade_part(part, part_data, where, timeout, memory_mb, verbose, user, python, worker,
-                                    code, budget)
+                result = grade_part(part, part_data, place(part, code), verbose, budget)
                 if progress is not None and not (result.starved or result.fault):
                     progress(result)
                 return result
@@ -233,12 +248,10 @@ def grade(root, parts=None, timeout=20.0, memory_mb=1024, verbose=False, fresh_s
         alone = 0.0                                    # seconds this submission has held the others back
         for k, (result, part_data) in enumerate(zip(results, loaded)):
             # starved of CPU, or failed by the grader (another submission may have filled its disk): again, alone
-            if (result.starved or result.fault) and alone < timeout * fairness.ALONE_LIMITS:
+            if (result.starved or result.fault) and alone < child.limits.timeout * fairness.ALONE_LIMITS:
                 with gate.alone():
                     start = time.monotonic()
-                    where, code = place(result.part, bytecode)
-                    results[k] = grade_part(result.part, part_data, where, timeout, memory_mb, verbose, user,
-                                            python, worker, code, budget)
+                    results[k] = grade_part(result.part, part_data, place(result.part, code), verbose, budget)
                     alone += time.monotonic() - start
                 results[k].alone = True
                 results[k].why_alone = "timed out starved of CPU" if result.starved else "the grader failed on it"

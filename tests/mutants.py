@@ -197,10 +197,10 @@ def _alarm(signum, frame):
 
 def compiled_solution(root):
     """{path under ``root``: checked pyc} of every file of the solution's mytorch, as if it were copied to
-    ``root`` (the grader's own ``runner.known_sources``): a mutant's import (``worker.source_only``) then
+    ``root`` (the grader's own ``bytecode.known_sources``): a mutant's import (``worker.source_only``) then
     compiles only its mutated file, whose source no longer hashes the same."""
-    from autograder.sandbox import runner
-    return {os.path.join(root, *relative.split("/")): pyc for relative, pyc in runner.known_sources(REPO).items()}
+    from autograder.sandbox import bytecode
+    return {os.path.join(root, *relative.split("/")): pyc for relative, pyc in bytecode.known_sources(REPO).items()}
 
 
 def solution_copy(root):

@@ -9,6 +9,7 @@ import pytest
 from autograder import grade
 from autograder.diagnosis import compare, mistakes, places
 from autograder.parts import spec
+from autograder.sandbox.childspec import ChildSpec, Limits
 from tests.graderkit import (
     REPO,
     TWO_SECTIONS,
@@ -151,9 +152,9 @@ class _Kept:
 def kept_zygote():
     """One zygote for the catalogue's grades (a test fixture only: batch gives every submission its own, and
     tests/test_zygote.py checks that each child starts from its pristine state): 0.2 s less per mistake."""
-    from autograder.sandbox import reaper, zygote
+    from autograder.sandbox import reaper, zygotes
     reaper.become_subreaper()
-    worker = zygote.Zygote()
+    worker = zygotes.Zygote()
     yield _Kept(worker)
     worker.close()
 
@@ -162,8 +163,8 @@ def kept_zygote():
 def test_every_mistake_loses_points_with_its_hint(mistake, tmp_path, kept_zygote):
     """Points off every part it touches; the intended hint; the student's line; a short report."""
     sub = make_submission(tmp_path, [(mistake.path, mistake.old, mistake.new)])
-    results = grade.grade(sub, [spec.PARTS_BY_NUMBER[n] for n in mistake.parts], timeout=mistake.timeout,
-                          worker=kept_zygote)
+    child = ChildSpec(sub, Limits(timeout=mistake.timeout), zygote=kept_zygote)
+    results = grade.grade(child, [spec.PARTS_BY_NUMBER[n] for n in mistake.parts])
     everything = "\n".join(f"--- {r.part.number}\n{r.output}" for r in results)
     full = [r.part.number for r in results if r.score >= r.part.points]
     assert not full, f"{mistake.id} keeps full marks on {full}"
@@ -304,7 +305,7 @@ def test_a_naive_sigmoid_costs_its_points_even_with_numpys_warnings_silenced_at_
     naive = next(m for m in mistakes.CATALOGUE if m.id == "gru-naive-sigmoid")
     sub = make_submission(tmp_path, [(naive.path, naive.old, naive.new),
                                      (naive.path, "import numpy as np\n", "import numpy as np\nnp.seterr(all='ignore')\n")])
-    result, = grade.grade(sub, [spec.PARTS_BY_NUMBER["2.1"]], worker=kept_zygote)
+    result, = grade.grade(ChildSpec(sub, zygote=kept_zygote), [spec.PARTS_BY_NUMBER["2.1"]])
     assert result.score < result.part.points and naive.hint in result.output, result.output
 
 

@@ -204,14 +204,14 @@ def test_the_grader_refuses_data_that_is_not_its_specs(tmp_path, monkeypatch):
     part = spec.PARTS_BY_NUMBER["1.1"]
     manifest = data.read_manifest()
     stored = data.load_part("1.1", manifest=manifest)
-    assert grade.reference(part, None, None, 20, 1024, manifest) is not None
+    assert grade.reference(part, None, None, manifest) is not None
     grown = spec.Part(part.number, part.name, part.points, part.kind, part.cell, part.shapes + (part.shapes[0],))
-    error = grade.reference(grown, None, None, 20, 1024, manifest)
+    error = grade.reference(grown, None, None, manifest)
     assert isinstance(error, data.ReferenceDataError)
     assert f"holds {len(stored.configs)} cases but the spec has {len(stored.configs) + 1}" in str(error)
     changed = spec.Part(part.number, part.name, part.points, part.kind, part.cell,
                         ((2,) + part.shapes[0][1:],) + part.shapes[1:])
-    assert "case 1, is not the spec's case" in str(grade.reference(changed, None, None, 20, 1024, manifest))
+    assert "case 1, is not the spec's case" in str(grade.reference(changed, None, None, manifest))
     monkeypatch.setattr(course, "default_path", lambda: write(tmp_path, "[assignment]\nseed = 5\n"))
     results = grade.grade(REPO, [part])
     assert results[0].score == 0 and f"drawn from seed {manifest['seed']} but the course says seed 5" in \

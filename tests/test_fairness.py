@@ -15,6 +15,7 @@ import pytest
 from autograder import grade
 from autograder.parts import spec
 from autograder.sandbox import fairness, reaper, runner
+from autograder.sandbox.childspec import ChildSpec, Limits
 from tests.graderkit import REPO, make_grader_copy, make_submission, report_of
 
 pytestmark = pytest.mark.slow                  # starves parts of CPU and waits out their timeouts
@@ -206,7 +207,7 @@ def test_a_submission_is_graded_again_alone_for_one_part_limit_at_most(tmp_path,
     sub = make_submission(tmp_path / "sub", [("nn/gru_cell.py", FORWARD, FORWARD + ENDLESS)])
     parts = [spec.PARTS_BY_NUMBER["2.1"], spec.PARTS_BY_NUMBER["2.2"]]
     shown = []
-    results = grade.grade(sub, parts, timeout=1.0, jobs=2, progress=shown.append)
+    results = grade.grade(ChildSpec(sub, Limits(timeout=1.0)), parts, jobs=2, progress=shown.append)
     assert [r.status for r in results] == ["error", "error"]
     assert sorted(r.part.number for r in shown) == ["2.1", "2.2"]      # each part's final grade is shown once
     assert all("did not finish within 1 s" in r.output for r in results)

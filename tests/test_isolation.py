@@ -320,7 +320,7 @@ def test_clearing_what_one_user_left_never_holds_back_another_users_children(mon
     import pwd
     import threading
 
-    from autograder.sandbox import runner
+    from autograder.sandbox import cleanup, runner
     slow, fast = (pwd.struct_passwd((n, "x", uid, uid, "", "/", "/bin/false"))
                   for n, uid in (("mytorch-nobody-a", 64011), ("mytorch-nobody-b", 64012)))
     clearing, release, cleared = threading.Event(), threading.Event(), []
@@ -330,7 +330,7 @@ def test_clearing_what_one_user_left_never_holds_back_another_users_children(mon
             clearing.set()
             release.wait(10)
         cleared.append(user.pw_name)
-    monkeypatch.setattr(runner, "clear_user", clear_user)
+    monkeypatch.setattr(cleanup, "clear_user", clear_user)
     runner._starting(slow)
     ender = threading.Thread(target=runner._ended, args=(slow,))
     ender.start()

@@ -81,9 +81,9 @@ time.sleep(60)
 def test_end_kills_every_process_a_child_started_however_it_hid(monkeypatch, children_files):
     """Nine processes in sessions of their own, three levels deep, and one whose parent exited: all ended,
     whether the reaper reads the children files of the part's processes or the whole process table."""
-    if children_files and not reaper.CHILDREN_FILES:
+    if children_files and not reaper.children_files():
         pytest.skip("this kernel has no /proc/PID/task/TID/children")
-    monkeypatch.setattr(reaper, "CHILDREN_FILES", children_files)
+    monkeypatch.setattr(reaper, "_children_files", [children_files])
     assert reaper.become_subreaper()
     read, write = os.pipe()
     proc = reaper.spawn(lambda: subprocess.Popen([sys.executable, "-c", HIDING, str(write)], pass_fds=[write]))

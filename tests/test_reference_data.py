@@ -244,8 +244,8 @@ def test_rnn_and_gru_parts_against_torch(number):
 @pytest.fixture(scope="module")
 def solution_zygote():
     """One zygote of the solution's for the module's checks (the generator shares its own across parts too)."""
-    from autograder.sandbox import zygote
-    with zygote.running(1) as workers:
+    from autograder.sandbox import zygotes
+    with zygotes.running(1) as workers:
         yield workers
 
 

@@ -502,10 +502,10 @@ def test_clear_user_removes_what_it_left_in_every_folder_any_user_may_write(sand
     """In every shared folder of the machine (/tmp, /var/tmp, /dev/shm, /run/lock, any other folder below /,
     /var, /run or /dev that any user may write) and in root's shared folders inside them (like /tmp/.X11-unix),
     what the sandbox user owns is gone after ``clear_user``, and what others own is kept."""
-    from autograder.sandbox import runner
+    from autograder.sandbox import cleanup
     make_user, _, _ = sandbox_user
     user = make_user()
-    tops = runner.shared_folders()
+    tops = cleanup.shared_folders()
     for known in ("/tmp", "/var/tmp", "/dev/shm", "/run/lock"):
         if os.path.isdir(known) and os.stat(known).st_mode & 0o002:
             assert os.path.realpath(known) in tops, (known, tops)
@@ -525,7 +525,7 @@ def test_clear_user_removes_what_it_left_in_every_folder_any_user_may_write(sand
             open(theirs, "w").close()
             kept.append(theirs)
     try:
-        runner.clear_user(user)
+        cleanup.clear_user(user)
         assert not [p for p in planted if os.path.lexists(p)]
         assert all(os.path.exists(p) for p in kept)
     finally:

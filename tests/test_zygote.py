@@ -15,7 +15,8 @@ import pytest
 from autograder import grade
 from autograder.instructor import batch
 from autograder.parts import data, spec
-from autograder.sandbox import reaper, runner, zygote
+from autograder.sandbox import bytecode, namespaces, reaper, runner, zygotes
+from autograder.sandbox.childspec import ChildSpec, Limits
 from tests.graderkit import REPO, at_top_of_forward, load_results, make_submission, report_of, run_cli
 
 
@@ -26,12 +27,12 @@ def rnn_edit(code):
 
 def _pid_namespace(monkeypatch, wanted):
     """MYTORCH_GRADER_PID_NAMESPACE set to ``wanted`` for this test, and ``unshare`` looked for again with it
-    (``runner.pid_namespace`` keeps its first answer for the process)."""
+    (``namespaces.pid_namespace`` keeps its first answer for the process)."""
     monkeypatch.setenv("MYTORCH_GRADER_PID_NAMESPACE", wanted)
-    monkeypatch.setattr(runner, "_unshare", [])
+    monkeypatch.setattr(namespaces, "_unshare", [])
 
 
-def zygotes():
+def live_zygotes():
     """Pids of the zygotes this process started and that are alive now."""
     found = set()
     for name in os.listdir("/proc"):
@@ -101,7 +102,7 @@ def test_a_part_over_its_cpu_limit_is_told_so_even_as_process_1(tmp_path, monkey
     monkeypatch.setenv("MYTORCH_GRADER_ZYGOTE", forked)
     monkeypatch.setattr(runner, "cpu_limit", lambda timeout: 1)
     sub = make_submission(tmp_path / "sub", rnn_edit("while True:\n    pass"))
-    [result] = grade.grade(sub, [spec.PARTS_BY_NUMBER["1.1"]], timeout=60.0)
+    [result] = grade.grade(ChildSpec(sub, Limits(timeout=60.0)), [spec.PARTS_BY_NUMBER["1.1"]])
     assert result.score == 0 and "of CPU time" in result.output, result.output
     assert "out of memory" not in result.output and "did not finish" not in result.output, result.output
 
@@ -132,10 +133,10 @@ def test_the_zygote_holds_no_data_no_shared_memory_and_no_extra_files():
     if os.geteuid() != 0:
         pytest.skip("the zygote is non-dumpable: only root may read its /proc/PID/fd and maps")
     reaper.become_subreaper()
-    worker = zygote.Zygote()
+    worker = zygotes.Zygote()
     try:
-        bytecode = runner.compiled(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), zygote=worker)
-        assert bytecode                                   # the generation is ready once it compiled
+        code = bytecode.compiled(ChildSpec(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), zygote=worker))
+        assert code                                   # the generation is ready once it compiled
         pid = worker.current.proc.pid
         fds = {int(fd): os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
         assert {fd for fd, target in fds.items() if target.startswith("socket:")} and len(fds) <= 6, fds
@@ -148,7 +149,7 @@ def test_the_zygote_holds_no_data_no_shared_memory_and_no_extra_files():
             assert f.read().split(b"\0")[1:3] == [b"-I", b"-B"]
     finally:
         worker.close()
-    assert pid not in zygotes()
+    assert pid not in live_zygotes()
 
 
 def test_a_killed_zygote_is_replaced_and_the_grade_completes(tmp_path):
@@ -174,25 +175,25 @@ def test_a_killed_zygote_is_replaced_and_the_grade_completes(tmp_path):
 def test_a_stuck_zygote_is_replaced_then_given_up(monkeypatch):
     """A zygote that stops answering is ended and replaced; after RESTARTS more failures the grader starts one
     Python per part, and says so each time. Every part is still graded."""
-    monkeypatch.setattr(zygote, "ANSWER_SECONDS", 1.0)
+    monkeypatch.setattr(zygotes, "ANSWER_SECONDS", 1.0)
     notes = []
     reaper.become_subreaper()
-    worker = zygote.Zygote(note=notes.append)
+    worker = zygotes.Zygote(note=notes.append)
     part = spec.PARTS_BY_NUMBER["1.1"]
     part_data = data.load_part(part.number)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     try:
-        for attempt in range(zygote.RESTARTS + 2):
+        for attempt in range(zygotes.RESTARTS + 2):
             generation = worker.current
             if generation is not None:
                 while not generation.ready and generation.alive:
                     generation.wait(0.1)
                 os.kill(generation.proc.pid, signal.SIGSTOP)
-            result = grade.grade_part(part, part_data, root, 20.0, 1024, False, None, None, worker)
+            result = grade.grade_part(part, part_data, ChildSpec(root, zygote=worker))
             assert result.score == part.points, result.output
     finally:
         worker.close()
-    assert len(notes) == zygote.RESTARTS + 1
+    assert len(notes) == zygotes.RESTARTS + 1
     assert all("did not answer in time" in n for n in notes)
     assert "each part now starts its own Python" in notes[-1]
     assert worker.current is None
@@ -202,10 +203,10 @@ def test_batch_gives_every_submission_its_own_zygote(tmp_path, monkeypatch):
     used = {}
     fork = runner._fork
 
-    def recording(worker, root, *args):
-        if worker is not None:
-            used.setdefault(os.path.dirname(root), set()).add(worker)         # kept: no id is reused
-        return fork(worker, root, *args)
+    def recording(child, *args):
+        if child.zygote is not None:
+            used.setdefault(os.path.dirname(child.root), set()).add(child.zygote)     # kept: no id is reused
+        return fork(child, *args)
     monkeypatch.setattr(runner, "_fork", recording)
     monkeypatch.setattr(spec, "PARTS", [spec.PARTS_BY_NUMBER["1.1"], spec.PARTS_BY_NUMBER["2.1"]])
     for name in ("alice", "bob", "carol"):
@@ -228,14 +229,14 @@ def test_batch_forks_every_submissions_zygote_from_one_template(tmp_path, monkey
     """One template per batch; each submission's zygote is a fork of it (its own process, its own session),
     and the template itself forks no part."""
     made = []
-    start = zygote._Generation.__init__
+    start = zygotes._Generation.__init__
 
     def recording(self, python, template=None, role="zygote"):
         start(self, python, template, role)
         while self.alive and not self.ready:               # it has made its session by the time it says so
             self.wait(0.05)
         made.append((role, self.proc.pid, _parent(self.proc.pid), os.getsid(self.proc.pid)))
-    monkeypatch.setattr(zygote._Generation, "__init__", recording)
+    monkeypatch.setattr(zygotes._Generation, "__init__", recording)
     monkeypatch.setattr(spec, "PARTS", [spec.PARTS_BY_NUMBER["1.1"], spec.PARTS_BY_NUMBER["2.1"]])
     for name in ("alice", "bob", "carol"):
         make_submission(tmp_path / "subs" / name)
@@ -248,17 +249,17 @@ def test_batch_forks_every_submissions_zygote_from_one_template(tmp_path, monkey
     with open(report_of(tmp_path / "subs") / "scores.csv", newline="") as f:
         assert [float(row["total"]) for row in csv.DictReader(f)] == [
             spec.PARTS_BY_NUMBER["1.1"].points + spec.PARTS_BY_NUMBER["2.1"].points] * 3
-    assert not zygotes()                                   # the template and every zygote ended with the batch
+    assert not live_zygotes()                                   # the template and every zygote ended with the batch
 
 
 @pytest.mark.waits
 def test_a_template_forks_only_zygotes_and_a_zygote_only_parts(monkeypatch):
     """Each answers only its own request: a part asked of the template, or a zygote asked of a zygote, is never
     made (the grader gives up on that process and starts the next zygote or part as without it)."""
-    monkeypatch.setattr(zygote, "ANSWER_SECONDS", 1.0)
+    monkeypatch.setattr(zygotes, "ANSWER_SECONDS", 1.0)
     reaper.become_subreaper()
-    template = zygote.Template()
-    worker = zygote.Zygote(template=template)
+    template = zygotes.Template()
+    worker = zygotes.Zygote(template=template)
     try:
         read, write = os.pipe()
         assert worker.current.fork({}, [read, write], op="zygote") is None
@@ -269,30 +270,30 @@ def test_a_template_forks_only_zygotes_and_a_zygote_only_parts(monkeypatch):
     finally:
         worker.close()
         template.close()
-    assert not zygotes()
+    assert not live_zygotes()
 
 
 def test_without_a_working_template_each_zygote_starts_its_own_python(tmp_path):
     """A template that died: the submission's zygote is started as a Python of its own, and the grade is whole."""
     reaper.become_subreaper()
-    template = zygote.Template()
+    template = zygotes.Template()
     os.kill(template.generation.proc.pid, signal.SIGKILL)
     while template.generation.alive:
         template.generation.wait(0.1)
     parts = [spec.PARTS_BY_NUMBER["1.1"], spec.PARTS_BY_NUMBER["2.1"]]
     seen = []
-    worker = zygote.Zygote(template=template, note=seen.append)
+    worker = zygotes.Zygote(template=template, note=seen.append)
     assert _parent(worker.current.proc.pid) == os.getpid()          # started here, not forked by the template
-    results = grade.grade(make_submission(tmp_path / "sub"), parts, worker=worker)
+    results = grade.grade(ChildSpec(make_submission(tmp_path / "sub"), zygote=worker), parts)
     template.close()
     assert [r.score for r in results] == [p.points for p in parts] and not seen
-    assert not zygotes()
+    assert not live_zygotes()
 
 
 def test_without_a_zygote_each_part_starts_its_own_python(tmp_path, monkeypatch):
     monkeypatch.setenv("MYTORCH_GRADER_ZYGOTE", "0")
     seen = set()
-    monkeypatch.setattr(runner, "_fork", lambda *args: seen.update(zygotes()) or None)
+    monkeypatch.setattr(runner, "_fork", lambda *args: seen.update(live_zygotes()) or None)
     results = grade.grade(make_submission(tmp_path / "sub"), [spec.PARTS_BY_NUMBER["1.1"]])
     assert results[0].score == results[0].part.points
     assert not seen
@@ -301,7 +302,7 @@ def test_without_a_zygote_each_part_starts_its_own_python(tmp_path, monkeypatch)
 BYTECODE_PROBE = """
 import importlib._bootstrap_external as bootstrap, importlib.util, os, sys
 import numpy as np
-from autograder.sandbox import frames, zygote
+from autograder.sandbox import frames, zygote, zygotes  # noqa: E402
 root, source, compiled, hashed = sys.argv[1:5]
 os.makedirs(os.path.join(root, "mytorch"))
 with open(os.path.join(root, "mytorch", "__init__.py"), "w") as f:
@@ -339,16 +340,16 @@ def test_a_plain_grade_starts_its_zygote_before_its_imports_and_uses_that_one(mo
     it: one zygote for the run, ended with it."""
     from autograder import __main__ as entry
     started = []
-    real = zygote.Zygote
+    real = zygotes.Zygote
 
     def counting(*args, **kwargs):
         started.append(real(*args, **kwargs))
         return started[-1]
-    monkeypatch.setattr(zygote, "Zygote", counting)
+    monkeypatch.setattr(zygotes, "Zygote", counting)
     assert entry.main(["1.1"]) == 0
     assert "4.00/4" in capsys.readouterr().out
     assert len(started) == 1 and started[0].current is None          # used, then closed
-    assert not zygotes()
+    assert not live_zygotes()
 
 
 @pytest.mark.parametrize("argv", [["--python", sys.executable], ["--python=" + sys.executable],
@@ -356,8 +357,8 @@ def test_a_plain_grade_starts_its_zygote_before_its_imports_and_uses_that_one(mo
 def test_no_zygote_starts_early_where_it_must_wait_for_the_checks(argv, monkeypatch):
     """Another Python's zygote runs as root only once that Python is checked; under --run-as, once the user is
     found unable to change the grader modules the zygote loads (``cli.resolve_python``)."""
-    monkeypatch.setattr(zygote, "Zygote", lambda *a, **k: pytest.fail(f"a zygote started early for {argv}"))
-    assert zygote.early(argv) is None
+    monkeypatch.setattr(zygotes, "Zygote", lambda *a, **k: pytest.fail(f"a zygote started early for {argv}"))
+    assert zygotes.early(argv) is None
 
 
 @pytest.mark.parametrize("argv", [["--run", "nobody", "1.1"], ["--run-a=nobody"], ["--pyth", sys.executable],
@@ -373,7 +374,7 @@ def test_an_abbreviated_option_is_a_usage_error(argv, capsys):
     with pytest.raises(SystemExit) as stop:
         entry.main(argv)
     assert stop.value.code == 2 and "unrecognized arguments" in capsys.readouterr().err
-    assert not zygotes()
+    assert not live_zygotes()
 
 
 def test_a_zygote_started_early_is_never_used_for_a_sandbox_user(monkeypatch):
@@ -393,7 +394,7 @@ def test_a_zygote_started_early_is_never_used_for_a_sandbox_user(monkeypatch):
             closed.append(self.name)
     monkeypatch.setattr(cli, "resolve_user", lambda parser, name: pwd.getpwnam("nobody"))
     monkeypatch.setattr(cli, "resolve_python", lambda *args, **kwargs: (sys.executable, None))
-    monkeypatch.setattr(zygote, "Zygote", lambda python: Stub("started for the user"))
+    monkeypatch.setattr(zygotes, "Zygote", lambda python: Stub("started for the user"))
     monkeypatch.setattr(cli, "_grade_checked", lambda *args, **kwargs: used.append(args[8].name) or 0)  # its worker
     assert cli.main_grade(["--run-as", "nobody", "1.1"], worker=Stub("early")) == 0
     assert used == ["started for the user"] and closed == ["early", "started for the user"]
@@ -411,7 +412,7 @@ def test_under_run_as_the_graders_own_python_runs_no_zygote_before_its_checks_en
         raise SystemExit(2)
     monkeypatch.setattr(cli, "resolve_user", lambda parser, name: pwd.getpwnam("nobody"))
     monkeypatch.setattr(cli, "resolve_python", lambda *args, **kwargs: (None, refused))
-    monkeypatch.setattr(zygote, "Zygote", lambda python: started.append(python))
+    monkeypatch.setattr(zygotes, "Zygote", lambda python: started.append(python))
     with pytest.raises(SystemExit):
         cli.main_grade(["--run-as", "nobody", "1.1"])
     assert started == []
@@ -423,7 +424,7 @@ def test_a_usage_error_leaves_no_zygote_behind(argv, capsys):
     with pytest.raises(SystemExit) as stop:
         entry.main(argv)
     assert stop.value.code == (0 if argv == ["--help"] else 2)
-    assert not zygotes()
+    assert not live_zygotes()
 
 
 def test_a_submissions_copies_of_the_solutions_files_run_the_graders_pycs_under_the_submissions_names(tmp_path):
@@ -435,14 +436,14 @@ def test_a_submissions_copies_of_the_solutions_files_run_the_graders_pycs_under_
              "from mytorch.nn.init import uniform\n"
              "raise RuntimeError('compiled as ' + uniform.__code__.co_filename)\n")
     sub = make_submission(tmp_path / "sub", [probe])
-    known = runner.known_sources(grade.instructor_checkout())
+    known = bytecode.known_sources(grade.instructor_checkout())
     assert "mytorch/nn/init.py" in known and "mytorch/nn/gru_cell.py" in known
     reaper.become_subreaper()
-    worker = zygote.Zygote()
+    worker = zygotes.Zygote()
     try:
-        _, arrays = frames.decode(runner.compiled(sub, zygote=worker, known=known))
-        _, solution = frames.decode(runner.compiled(grade.instructor_checkout(), zygote=worker, known=known))
-        result, = grade.grade(sub, [spec.PARTS_BY_NUMBER["2.1"]], worker=worker)
+        _, arrays = frames.decode(bytecode.compiled(ChildSpec(sub, zygote=worker), known))
+        _, solution = frames.decode(bytecode.compiled(ChildSpec(grade.instructor_checkout(), zygote=worker), known))
+        result, = grade.grade(ChildSpec(sub, zygote=worker), [spec.PARTS_BY_NUMBER["2.1"]])
     finally:
         worker.close()
     assert {relative: a.tobytes() for (_, relative), a in solution.items()} == known    # all known: all lent
@@ -472,17 +473,17 @@ def test_a_submission_is_handed_the_solutions_bytecode_of_no_file_it_lacks_or_ch
     same bytes (the student holds that source already). Student code can read what its child holds: the pyc
     of a file the submission lacks, changed or broke would be the solution's code."""
     from autograder.sandbox import frames
-    known = runner.known_sources(grade.instructor_checkout())
+    known = bytecode.known_sources(grade.instructor_checkout())
     sub = tmp_path / "sub"
     (sub / "mytorch" / "nn").mkdir(parents=True)
     (sub / "mytorch" / "__init__.py").write_text(BYTECODE_SNOOP)
     (sub / "mytorch" / "nn" / "rnn_cell.py").write_text("def broken(:\n")             # does not compile
     shutil.copy(os.path.join(REPO, "mytorch", "nn", "init.py"), sub / "mytorch" / "nn" / "init.py")
     reaper.become_subreaper()
-    worker = zygote.Zygote()
+    worker = zygotes.Zygote()
     try:
-        _, arrays = frames.decode(runner.compiled(str(sub), zygote=worker, known=known))
-        result, = grade.grade(str(sub), [spec.PARTS_BY_NUMBER["1.1"]], worker=worker)
+        _, arrays = frames.decode(bytecode.compiled(ChildSpec(str(sub), zygote=worker), known))
+        result, = grade.grade(ChildSpec(str(sub), zygote=worker), [spec.PARTS_BY_NUMBER["1.1"]])
     finally:
         worker.close()
     lent = {relative: array.tobytes() for (_, relative), array in arrays.items()}
@@ -521,11 +522,11 @@ def test_the_solutions_pycs_are_compiled_from_its_sources_never_taken_from_its_p
     run = subprocess.run([sys.executable, "-c", "import mytorch.functional as f; print(hasattr(f, 'FROM_THE_PYC'))"],
                          cwd=checkout, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(checkout)})
     assert run.stdout.strip() == "True", run.stderr                 # Python itself would run the planted code
-    runner._compiled_here.clear()
+    bytecode._compiled_here.clear()
     try:
-        pyc = runner.known_sources(str(checkout))["mytorch/functional.py"]
+        pyc = bytecode.known_sources(str(checkout))["mytorch/functional.py"]
     finally:
-        runner._compiled_here.clear()
+        bytecode._compiled_here.clear()
     expected = compile(source.read_bytes(), str(source), "exec", dont_inherit=True)
     assert pyc[8:16] == importlib.util.source_hash(source.read_bytes())
     assert marshal.loads(pyc[16:]).co_code == expected.co_code != marshal.loads(other).co_code
@@ -536,16 +537,16 @@ def test_the_solutions_pycs_are_compiled_from_its_sources_never_taken_from_its_p
 def known_cache(tmp_path, monkeypatch):
     """The cache of the solution's pycs in a folder of the test's own, and nothing compiled yet in this process."""
     folder = tmp_path / "grader-pycache" / "known"
-    monkeypatch.setattr(runner, "KNOWN_CACHE", str(folder))
-    monkeypatch.setattr(runner, "_compiled_here", {})
+    monkeypatch.setattr(bytecode, "KNOWN_CACHE", str(folder))
+    monkeypatch.setattr(bytecode, "_compiled_here", {})
     return folder
 
 
 def _compiles(monkeypatch):
     """Counts the files ``known_sources`` compiles from here on."""
-    compiled, real = [], runner._compiled_pyc
-    monkeypatch.setattr(runner, "_compiled_pyc", lambda path, source: compiled.append(path) or real(path, source))
-    monkeypatch.setattr(runner, "_compiled_here", {})
+    compiled, real = [], bytecode._compiled_pyc
+    monkeypatch.setattr(bytecode, "_compiled_pyc", lambda path, source: compiled.append(path) or real(path, source))
+    monkeypatch.setattr(bytecode, "_compiled_here", {})
     return compiled
 
 
@@ -556,7 +557,7 @@ def test_the_solutions_pycs_are_kept_for_the_next_run_which_compiles_nothing(tmp
     import hashlib
     import stat
     checkout = _solution_copy(tmp_path)
-    first = runner.known_sources(checkout)
+    first = bytecode.known_sources(checkout)
     sources = {hashlib.sha256((tmp_path / "checkout" / relative).read_bytes()).hexdigest(): pyc
                for relative, pyc in first.items()}
     assert len(first) > 20 and stat.S_IMODE(os.stat(known_cache).st_mode) == 0o700
@@ -564,7 +565,7 @@ def test_the_solutions_pycs_are_kept_for_the_next_run_which_compiles_nothing(tmp
     assert kept == sources                                               # each source's pyc, under its digest
     assert all(stat.S_IMODE(os.stat(known_cache / name).st_mode) == 0o600 for name in os.listdir(known_cache))
     compiled = _compiles(monkeypatch)
-    assert runner.known_sources(checkout) == first and compiled == []
+    assert bytecode.known_sources(checkout) == first and compiled == []
 
 
 def test_the_cache_and_the_bytecode_folder_it_is_in_are_made_writable_by_the_grader_alone_whatever_the_umask(
@@ -574,7 +575,7 @@ def test_the_cache_and_the_bytecode_folder_it_is_in_are_made_writable_by_the_gra
     root by the next grade)."""
     previous = os.umask(0)
     try:
-        runner.known_sources(_solution_copy(tmp_path))
+        bytecode.known_sources(_solution_copy(tmp_path))
     finally:
         os.umask(previous)
     assert oct(os.stat(known_cache.parent).st_mode & 0o777) == oct(0o755)
@@ -601,9 +602,9 @@ def test_the_solutions_pycs_keep_their_asserts_and_docstrings_whatever_the_grade
     """A child runs without -O: a grader run with -OO once must not lend, then or later, pycs with less in them."""
     import marshal
     checkout = _solution_copy(tmp_path)
-    code = ("import sys; from autograder.sandbox import runner\n"
-            "runner.KNOWN_CACHE = sys.argv[2]\n"
-            "sys.stdout.buffer.write(runner.known_sources(sys.argv[1])['mytorch/functional.py'])")
+    code = ("import sys; from autograder.sandbox import bytecode\n"
+            "bytecode.KNOWN_CACHE = sys.argv[2]\n"
+            "sys.stdout.buffer.write(bytecode.known_sources(sys.argv[1])['mytorch/functional.py'])")
     run = subprocess.run([sys.executable, "-OO", "-c", code, checkout, str(tmp_path / "pycache" / "known")],
                          capture_output=True, cwd=REPO, env=dict(os.environ, PYTHONPATH=REPO))
     assert run.returncode == 0, run.stderr
@@ -628,11 +629,11 @@ def test_a_kept_pyc_is_taken_only_if_it_is_whole_and_of_those_bytes(tmp_path, mo
     """Anything else in its place (cut short by a full disk, of an older version of the file, for another
     Python) is compiled again and kept anew."""
     checkout = _solution_copy(tmp_path)
-    first = runner.known_sources(checkout)
+    first = bytecode.known_sources(checkout)
     name = next(n for n in os.listdir(known_cache) if (known_cache / n).read_bytes() == first["mytorch/functional.py"])
     (known_cache / name).write_bytes(_damaged(first["mytorch/functional.py"])[damage])
     compiled = _compiles(monkeypatch)
-    assert runner.known_sources(checkout) == first
+    assert bytecode.known_sources(checkout) == first
     assert [os.path.basename(p) for p in compiled] == ["functional.py"]
     assert (known_cache / name).read_bytes() == first["mytorch/functional.py"]
 
@@ -651,7 +652,7 @@ def test_a_cache_folder_others_could_write_or_read_is_neither_read_nor_written(t
     submission other code under the solution's name, and whoever could read it could read the solution's
     code: such a folder is left alone, every file compiled."""
     checkout = _solution_copy(tmp_path)
-    first = runner.known_sources(checkout)
+    first = bytecode.known_sources(checkout)
     if "another user's" in kind and os.geteuid() != 0:
         pytest.skip("giving a folder to another user needs root")
     if kind == "a link to a private folder":
@@ -663,7 +664,7 @@ def test_a_cache_folder_others_could_write_or_read_is_neither_read_nor_written(t
     name = listing[0]
     os.unlink(known_cache / name)
     compiled = _compiles(monkeypatch)
-    assert runner.known_sources(checkout) == first
+    assert bytecode.known_sources(checkout) == first
     assert len(compiled) == len(first)                                   # none taken from the folder
     assert sorted(os.listdir(known_cache)) == [n for n in listing if n != name]      # nor one written to it
 
@@ -674,9 +675,9 @@ def test_a_solution_the_sandbox_user_could_change_lends_no_pycs(tmp_path):
     user = pwd.struct_passwd(("mytorch-nobody-a", "x", 64001, 64001, "", "/", "/bin/false"))
     checkout = _solution_copy(tmp_path)
     os.chmod(tmp_path, 0o755)
-    assert len(runner.known_sources(str(checkout), user)) > 20
+    assert len(bytecode.known_sources(str(checkout), user)) > 20
     os.chown(checkout / "mytorch" / "nn" / "init.py", user.pw_uid, user.pw_gid)
-    assert runner.known_sources(str(checkout), user) == {}
+    assert bytecode.known_sources(str(checkout), user) == {}
 
 
 @pytest.mark.waits
@@ -697,7 +698,7 @@ def test_an_endless_loop_is_located_though_its_child_was_slow_to_start(tmp_path,
     sub = make_submission(tmp_path / "sub", rnn_edit("import time\nwhile True:\n    time.sleep(0.01)"))
     with open(os.path.join(sub, "mytorch", "nn", "rnn_cell.py")) as f:
         line = 1 + next(k for k, text in enumerate(f.read().splitlines()) if "time.sleep(0.01)" in text)
-    [result] = grade.grade(sub, [spec.PARTS_BY_NUMBER["1.1"]], timeout=8.0)
+    [result] = grade.grade(ChildSpec(sub, Limits(timeout=8.0)), [spec.PARTS_BY_NUMBER["1.1"]])
     assert "did not finish within 8 s" in result.output, result.output
     assert f"It was running mytorch/nn/rnn_cell.py:{line} in forward" in result.output, result.output
 
@@ -709,7 +710,7 @@ def test_the_grader_waiting_for_a_childs_end_wakes_when_its_zygote_reports_it(re
     import threading
     from types import SimpleNamespace
     generation = SimpleNamespace(event=threading.Condition(), exits={}, alive=True)
-    child = zygote.Child(generation, 4242)
+    child = zygotes.Child(generation, 4242)
 
     def report():
         with generation.event:

@@ -418,6 +418,9 @@ def judge_part(part, part_data, outcome, verbose=False, diagnose=None):
 
 def _judge_part(part, part_data, outcome, verbose, diagnose):
     cases = len(part_data.configs)
+    if outcome.failure and getattr(outcome, "setup", False):
+        return 0.0, "error", (f"The grader {outcome.failure}. This is the grader's set-up, not your code: tell "
+                              "whoever installed the grader (the course staff, if it was not you)."), []
     if outcome.failure:
         lines = [f"Your code {outcome.failure}."]
         hung = where_it_hung(outcome.output) if "did not finish" in outcome.failure else ""

@@ -47,7 +47,7 @@ import numpy as np
 
 from autograder.diagnosis import compare
 from autograder.parts.driver import handout_function  # a plain table; imported now, never after
-from autograder.sandbox import runner, untrusted
+from autograder.sandbox import childspec, runner, untrusted
 
 RTOL, ATOL = compare.RTOL, compare.ATOL      # one tolerance for judging and for diagnosing
 RECORD_LIMIT = 5000              # records accepted from one trace
@@ -191,11 +191,10 @@ class Trace:
     places: dict = dataclasses.field(default=None, repr=False, compare=False)   # id(record) -> index, made once
 
 
-def trace_case(root, config, inputs, timeout=20.0, memory_mb=1024, user=None, python=None, **child):
-    """Run one case of the mytorch in ``root`` with tracing on: ``(Trace, outcome)``, or None. ``child``: how
-    the child starts (``zygote``, ``bytecode``: see ``runner.run_child``)."""
-    outcome = runner.run_child(root, [dict(config, trace=True)], [inputs], timeout=timeout, memory_mb=memory_mb,
-                                user=user, python=python, **child)
+def trace_case(child, config, inputs):
+    """Run one case of the mytorch in ``child.root`` with tracing on, in a child of ``child`` (a ``ChildSpec``):
+    ``(Trace, outcome)``, or None."""
+    outcome = runner.run_child(child, [dict(config, trace=True)], [inputs])
     if outcome.failure or not outcome.reports:
         return None
     meta, flat = outcome.reports[0].get("trace"), outcome.arrays.get((0, TRACE))
@@ -996,16 +995,17 @@ def gate_blocks(names_and_arrays, config):
     return found
 
 
-def reference_trace(part_data, k, timeout=20.0, memory_mb=1024, python=None):
+def reference_trace(part_data, k, child=None):
     """The solution's ``Trace`` of case k: stored with the reference data, or traced now by the solution's
-    child (a fresh seed), without its source text."""
+    child (a fresh seed: in a child of ``child``'s limits and Python, a ``ChildSpec``), without its source
+    text."""
     stored = (part_data.traces or [None] * (k + 1))[k]
     if stored is not None:
         return parse(*stored)
     if part_data.solution is None:
         return None
-    runs = [trace_case(part_data.solution, part_data.configs[k], part_data.inputs[k], timeout, memory_mb,
-                       python=python) for _ in range(2)]
+    solution = childspec.ChildSpec(part_data.solution, *((child.limits, None, child.python) if child else ()))
+    runs = [trace_case(solution, part_data.configs[k], part_data.inputs[k]) for _ in range(2)]
     return None if None in runs else without_source(stable(runs[0][0], runs[1][0]))
 
 
@@ -1035,17 +1035,16 @@ class Budget:
             self.left -= seconds
 
 
-def diagnose_case(part_data, k, root, wrong=(), timeout=20.0, memory_mb=1024, user=None, python=None, budget=None,
-                  **child):
-    """Lines saying where case k of the submission in ``root`` first goes wrong; [] if that cannot be said.
-    ``wrong``: (label, got, expected) of the outputs that differ; ``budget``: the submission's ``Budget`` (a
-    fresh one if None); ``child``: as for ``trace_case``."""
+def diagnose_case(part_data, k, child, wrong=(), budget=None):
+    """Lines saying where case k of the submission in ``child.root`` first goes wrong, traced in a child of
+    ``child`` (a ``ChildSpec``); [] if that cannot be said. ``wrong``: (label, got, expected) of the outputs
+    that differ; ``budget``: the submission's ``Budget`` (a fresh one if None)."""
     budget = budget or Budget()
     deadline, start = budget.deadline(), time.monotonic()
     if deadline is None:
         return []
     try:
-        reference = reference_trace(part_data, k, timeout, memory_mb, python)
+        reference = reference_trace(part_data, k, child)
         if reference is None or not reference.records:
             return []
         # the traced run is the student's code, which may stall when it sees a tracer: it gets what is left of
@@ -1053,8 +1052,8 @@ def diagnose_case(part_data, k, root, wrong=(), timeout=20.0, memory_mb=1024, us
         left = deadline - time.monotonic()
         if left <= 0:
             return []
-        traced = trace_case(root, part_data.configs[k], part_data.inputs[k], min(timeout, left), memory_mb, user,
-                            python, **child)
+        limits = dataclasses.replace(child.limits, timeout=min(child.limits.timeout, left))
+        traced = trace_case(dataclasses.replace(child, limits=limits), part_data.configs[k], part_data.inputs[k])
         if traced is None:
             return []
         # a layer's forward outputs graded right in this case: what differs comes from its backward

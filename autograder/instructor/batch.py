@@ -30,6 +30,7 @@ the reason; the others are graded. Without ``--run-as`` it says plainly that the
 import argparse
 import concurrent.futures
 import contextlib
+import dataclasses
 import json
 import os
 import pwd
@@ -46,7 +47,18 @@ from autograder import cli, grade
 from autograder.diagnosis import report
 from autograder.instructor import class_report, roster, similarity, submissions
 from autograder.parts import course as courses
-from autograder.sandbox import fairness, identities, interpreter, isolation, reaper, runner, tree, untrusted, zygote
+from autograder.sandbox import (
+    childspec,
+    cleanup,
+    fairness,
+    identities,
+    interpreter,
+    isolation,
+    reaper,
+    tree,
+    untrusted,
+    zygotes,
+)
 
 STATE = ".batch.json"            # in REPORT: the seed a --fresh-seed batch drew, for a resumed run
 
@@ -142,7 +154,7 @@ def sandbox_users(parser, value, jobs, python, solution=None, hidden=()):
                             "the solution, which runs as root")
         cli.hide_from_users(parser, users.users, cli.instructor_places(solution, [], python) + list(hidden))
         for user in users.users:                          # what an earlier run left (the checks killed its processes)
-            runner.clear_user(user)
+            cleanup.clear_user(user)
     except BaseException:
         users.close()
         raise
@@ -236,13 +248,17 @@ def grade_one(located, copy, parts, users, **options):
 
 
 def _grade_copy(copy, parts, users, options):
+    """``options``: ``grade.grade``'s, and ``child``, the ``ChildSpec`` every submission's children share."""
+    options = dict(options)
+    child = options.pop("child", childspec.ChildSpec(None))
     try:
         if users is None:
-            return grade.grade(os.path.dirname(copy), parts, user=None, **options), ""
+            return grade.grade(dataclasses.replace(child, root=os.path.dirname(copy)), parts, **options), ""
         with users.lease() as user:
             lend(copy, user)
             try:
-                return grade.grade(os.path.dirname(copy), parts, user=user, **options), ""
+                return grade.grade(dataclasses.replace(child, root=os.path.dirname(copy), user=user), parts,
+                                   **options), ""
             finally:
                 reclaim(copy)                             # before another submission may be graded as user
     except Exception as error:
@@ -587,13 +603,15 @@ def _batch(parser, args, interrupt):
     staging = template = None
     try:
         reaper.become_subreaper()
-        template = zygote.Template(python) if todo and zygote.enabled() else None   # forks each one's zygote
-        loaded = grade.references(parts, fresh_seed, solution, args.timeout, args.memory, jobs, python) if todo else None
+        template = zygotes.Template(python) if todo and zygotes.enabled() else None   # forks each one's zygote
+        limits = cli.limits_of(args)
+        loaded = grade.references(parts, fresh_seed, solution, limits, jobs, python) if todo else None
         staging = staging_folder()
         os.chmod(staging, 0o711)                          # others may pass through, to their own copy alone
         prepared = prepare(folder, [] if interrupt else todo, staging, interrupt, base)   # before any student code
-        options = dict(timeout=args.timeout, memory_mb=args.memory, jobs=parts_at_once(jobs, at_once),
-                       python=python, loaded=loaded, template=template, gate=fairness.Gate(), reference_cells=cells)
+        options = dict(child=childspec.ChildSpec(None, limits, python=python), jobs=parts_at_once(jobs, at_once),
+                       loaded=loaded,
+                       template=template, gate=fairness.Gate(), reference_cells=cells)
 
         def one(name):
             if interrupt or name not in prepared:

@@ -31,15 +31,16 @@ import numpy as np
 
 from autograder.diagnosis import compare, matching
 from autograder.parts import course, data, spec
-from autograder.sandbox import runner, zygote
+from autograder.sandbox import childspec, runner, zygotes
 
 SEED = course.DEFAULT_SEED
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+LIMITS = childspec.Limits(timeout=60)       # the solution's children: generous, it is trusted
 
 
 def run_solution(root, part, configs, inputs, worker=None):
     """Outputs per case of the mytorch in ``root``; None for a case that raised (a mistake may crash)."""
-    outcome = runner.run_child(root, configs, inputs, timeout=60, zygote=worker)
+    outcome = runner.run_child(childspec.ChildSpec(root, LIMITS, zygote=worker), configs, inputs)
     if outcome.failure:
         raise RuntimeError(f"part {part.number}: the code in {root} {outcome.failure}\n{outcome.output}")
     return [None if r["status"] != "ok" else {name: a for (case, name), a in outcome.arrays.items() if case == k}
@@ -77,7 +78,7 @@ def reference_trace(config, inputs, workers=(None, None)):
     """(meta, values) of the solution's trace of one case (see ``tracing.Trace.pack``), traced twice, by a child
     of each of two ``workers`` (zygotes, or None: a new Python each; two processes, so that their NumPy was
     seeded apart): a value that differs between the runs (random initial parameters) is no reference."""
-    runs = [matching.trace_case(REPO, config, inputs, timeout=60, zygote=worker) for worker in workers]
+    runs = [matching.trace_case(childspec.ChildSpec(REPO, LIMITS, zygote=worker), config, inputs) for worker in workers]
     if None in runs:
         raise RuntimeError(f"part {config.get('part')}: the solution could not be traced")
     trace = matching.stable(runs[0][0], runs[1][0])
@@ -91,7 +92,7 @@ def reference_trace(config, inputs, workers=(None, None)):
 
 def build_part(part, seed, with_hints=True, with_traces=True, workers=(None, None)):
     """(configs, inputs, expected, variants, hints, traces) for one part (traces None without ``with_traces``);
-    ``workers``: two zygotes (``zygote.running``; a child then costs a fork, not a Python start) or None."""
+    ``workers``: two zygotes (``zygotes.running``; a child then costs a fork, not a Python start) or None."""
     from autograder.diagnosis import mistakes  # instructor-only module
 
     cases = spec.make_cases(part, seed)
@@ -128,7 +129,7 @@ def generate(seed=None, parts=spec.PARTS, data_dir=data.DATA_DIR, generator="pyt
     already listed there, outside the grader's own data)."""
     seed = course.load_course().seed if seed is None else seed
     os.makedirs(data_dir, exist_ok=True)
-    with zygote.running(2) as workers:        # two: see reference_trace
+    with zygotes.running(2) as workers:        # two: see reference_trace
         for part in parts:
             *built, traces = build_part(part, seed, workers=workers)
             data.write_part(part.number, *built, data_dir=data_dir, traces=traces)
@@ -163,11 +164,11 @@ def data_dir_of(the_course):
 def check(seed=None, parts=spec.PARTS, workers=None, data_dir=data.DATA_DIR):
     """Recompute ``parts`` (the inputs, outputs and hinted arrays; not the traces) and compare with the stored
     data in ``data_dir``; return the list of differences. ``workers``: the solution's zygotes to compute with (as
-    ``zygote.running`` gives them; default: one started for this check)."""
+    ``zygotes.running`` gives them; default: one started for this check)."""
     manifest = data.read_manifest(data_dir)
     seed = manifest["seed"] if seed is None else seed
     if workers is None:
-        with zygote.running(1) as workers:
+        with zygotes.running(1) as workers:
             return check(seed, parts, workers, data_dir)
     return [problem for part in parts for problem in _check_part(part, seed, manifest, workers, data_dir)]
 

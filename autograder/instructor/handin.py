@@ -17,7 +17,7 @@ from autograder import grade
 from autograder.cli import default_submission, graded_elsewhere
 from autograder.diagnosis import report
 from autograder.instructor import submissions
-from autograder.sandbox import tree
+from autograder.sandbox import childspec, tree
 
 
 def files_to_hand_in(root):
@@ -89,7 +89,7 @@ def pack(parser, args, given, staging):
 
 def local_score(root):
     """What this folder scores here, and a warning for every part that is not implemented yet."""
-    results = grade.grade(root)
+    results = grade.grade(childspec.ChildSpec(root))
     score, maximum = report.total(results)
     lines = [f"Graded locally before packing: {score:g}/{maximum} points (python -m autograder shows why)."]
     missing = [r.part for r in results if r.status == "not implemented"]

@@ -25,6 +25,8 @@ import zlib
 
 import numpy as np
 
+from autograder.sandbox import system
+
 DATA_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
 MANIFEST = "manifest.json"
 HASHES_MODULE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "reference_hashes.py")
@@ -59,7 +61,7 @@ FILE_LIMIT = 64 << 20
 def read_regular(path, limit=FILE_LIMIT):
     """The bytes of the regular file ``path``: never through a link, never blocking on a FIFO (a student running
     as the grader's user could have swapped one in), at most ``limit`` bytes. Raises OSError otherwise."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    fd = os.open(path, system.READ_ONLY)
     with os.fdopen(fd, "rb") as f:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(errno.EINVAL, "not a regular file", path)

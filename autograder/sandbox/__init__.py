@@ -8,9 +8,20 @@ and under --run-as keeps each submission in a sandbox user of its own, with the 
 The repository's docs/security.md says what each way of running the grader promises and what it does not.
 
 It imports nothing of the grader's outside this package: the rest of the grader calls it, never the other way.
+What runs where a student grades their own code (``system``, ``childspec``, ``runner``, ``portable``, and what
+they import) imports no Linux-only module at import time: tests/test_layout.py checks it.
 
+    system       what this platform offers (Linux, macOS, Windows): the one place that asks
+    childspec    what a part's child is started with (``ChildSpec``, ``Limits``), passed whole
     runner       one part's child: started with limits (from the zygote or a fresh Python), fed, read back
-    zygote       the per-submission process that imports NumPy once and forks each part's child
+    confinement  the limits a POSIX child takes on before any student code runs, written once
+    portable     a part's child where the Linux sandbox is not (macOS, Windows): a Python per part
+    jobs         Windows Job Objects: a part's processes capped in memory and ended together
+    namespaces   Linux's PID and mount namespaces for a child, probed once
+    bytecode     the submission's bytecode compiled once per grade; the solution's kept between runs
+    cleanup      working folders, and what a sandbox user left, removed
+    zygote       the per-submission process that imports NumPy once and forks each part's child (Linux)
+    zygotes      the grader's side of the zygotes and of batch's template
     worker       the child's entry: imports the submission from its sources and runs the part driver
     frames       the one message format between grader and child, bounded both ways
     untrusted    making what a child sent safe to show

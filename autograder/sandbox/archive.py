@@ -35,6 +35,8 @@ import tarfile
 import time
 import zipfile
 
+from autograder.sandbox import system
+
 MEMBERS = 2000                   # files and folders, those a member's path makes included
 DEPTH = 16                       # folders a member may lie in (a handin: mytorch/nn/x.py, in a few more)
 BYTES = 64 << 20
@@ -101,7 +103,7 @@ def _target(destination, name):
 def _write(path, source, budget):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        fd = os.open(path, system.CREATE_NEW, 0o644)
     except FileExistsError:
         raise UnpackError(f"the member {os.path.basename(path)!r} is given twice") from None
     with os.fdopen(fd, "wb") as out:
@@ -114,7 +116,7 @@ def _write(path, source, budget):
 
 
 def _read_archive(path):
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    fd = os.open(path, system.READ_ONLY)
     with os.fdopen(fd, "rb") as f:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise UnpackError("it is not a regular file")

@@ -10,7 +10,7 @@ submission while it is graded:
                                 no home and no login shell, and deletes them when the batch ends
 
 When a lease ends, every process of the user is killed and everything it left (IPC objects, files in the
-shared temporary folders) is removed (``runner.clear_user``) before another submission gets the user.
+shared temporary folders) is removed (``cleanup.clear_user``) before another submission gets the user.
 
 A batch killed hard (SIGKILL, the out-of-memory killer, a reboot) deletes nothing: the users it made, and
 what still runs as them, would stay. So each user a batch makes carries its maker in its comment field
@@ -25,7 +25,7 @@ import re
 import secrets
 import subprocess
 
-from autograder.sandbox import reaper, runner
+from autograder.sandbox import cleanup, reaper
 
 NAME = re.compile(r"[a-z_][a-z0-9_-]{0,20}\Z")          # a prefix useradd accepts, leaving room for the suffix
 
@@ -64,11 +64,11 @@ def orphaned(mark):
 
 def sweep():
     """End and delete every user an earlier batch made whose batch is gone (killed before it could): their
-    processes, IPC objects and temporary files first (``runner.clear_user``). Returns their names."""
+    processes, IPC objects and temporary files first (``cleanup.clear_user``). Returns their names."""
     swept = []
     for user in pwd.getpwall():
         if user.pw_uid != 0 and orphaned(user.pw_gecos):
-            runner.clear_user(user)
+            cleanup.clear_user(user)
             _delete(user.pw_name)
             swept.append(user.pw_name)
     return swept
@@ -109,13 +109,13 @@ class Pool:
         try:
             yield user
         finally:
-            runner.clear_user(user)
+            cleanup.clear_user(user)
             self._free.put(user)
 
     def close(self):
         """Clear every user and delete the ones this pool made."""
         for user in self.users:
-            runner.clear_user(user)
+            cleanup.clear_user(user)
         for user in self.made:
             _delete(user.pw_name)
         self.made = []

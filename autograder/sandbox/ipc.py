@@ -17,12 +17,13 @@ where mounted). ``/dev/shm`` is memory that belongs to no process: filled, it ta
 every other submission and from the grader, and the kernel's out-of-memory killer cannot end the culprit.
 So ``fresh_namespace`` also gives the child a mount namespace of its own (mounts private, nothing reaches
 the machine's) with its own ``/dev/shm``: a tmpfs bounded to its memory limit and SHM_FILES files, gone
-with the child's last process. Where that cannot be had, ``runner.clear_user`` removes what a user left
+with the child's last process. Where that cannot be had, ``cleanup.clear_user`` removes what a user left
 in ``/dev/shm`` with its other temporary files.
 """
 import contextlib
 import ctypes
 import os
+import sys
 
 CLONE_NEWIPC = 0x08000000
 CLONE_NEWNS = 0x00020000
@@ -33,9 +34,9 @@ IPC_RMID = 0
 SEGMENTS = 16                   # shared memory segments a child may make in its own namespace
 QUEUES = 4                      # message queues likewise
 
-try:
-    _libc = ctypes.CDLL(None, use_errno=True)
-except OSError:
+try:                            # Linux's: the calls below are Linux's alone (macOS's C library lacks them)
+    _libc = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
+except (OSError, TypeError):
     _libc = None
 
 
@@ -100,7 +101,8 @@ def own_proc():
 
 # keyctl(2): the kernel's key store. A process shares the session keyring of whatever started it, and a uid has
 # keyrings that outlive every process of it (``reaper.kill_user`` empties those)
-KEYCTL = {"x86_64": 250, "aarch64": 219, "riscv64": 219, "ppc64le": 271, "s390x": 280}.get(os.uname().machine)
+KEYCTL = {"x86_64": 250, "aarch64": 219, "riscv64": 219, "ppc64le": 271, "s390x": 280}.get(
+    os.uname().machine if _libc is not None else None)   # Linux's numbers: on Darwin 250 is another call
 KEYCTL_JOIN_SESSION_KEYRING, KEYCTL_CLEAR, KEYCTL_GET_PERSISTENT = 1, 7, 22
 KEY_SPEC_SESSION_KEYRING, KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING = -3, -4, -5
 

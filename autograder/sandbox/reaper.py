@@ -11,9 +11,7 @@ The grader must start every process it runs through ``spawn`` or ``run`` (so it 
 orphan), and the program embedding it should start no other processes while grading.
 """
 import contextlib
-import ctypes
 import os
-import resource
 import select
 import shutil
 import signal
@@ -22,7 +20,7 @@ import tempfile
 import threading
 import time
 
-from autograder.sandbox import ipc
+from autograder.sandbox import ipc, system
 
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
@@ -40,12 +38,12 @@ def become_subreaper():
     it non-dumpable, so a child running as the same user cannot trace it or write its memory."""
     global _subreaper
     if _subreaper is None:
-        try:
-            libc = ctypes.CDLL(None, use_errno=True)
+        libc = system.libc() if system.LINUX else None        # Linux's calls: macOS's C library has no prctl
+        if libc is None:
+            _subreaper = False
+        else:
             libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
             _subreaper = libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
-        except (OSError, AttributeError):
-            _subreaper = False
     return _subreaper
 
 
@@ -87,7 +85,10 @@ def run(args, timeout=None, limit=None, **options):
         try:
             out, err = proc.communicate(timeout=timeout)
         except BaseException:
-            _sweep_once([proc.pid])      # it and all it started: one holding its pipes would block the read
+            if system.LINUX:
+                _sweep_once([proc.pid])  # it and all it started: one holding its pipes would block the read
+            else:
+                proc.kill()
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.communicate(timeout=1.0)
             for pipe in (proc.stdin, proc.stdout, proc.stderr):
@@ -103,6 +104,8 @@ def run(args, timeout=None, limit=None, **options):
 
 
 def _bounded(preexec_fn, limit):
+    import resource  # POSIX: here in the parent, never after fork
+
     def start():
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
         if preexec_fn is not None:
@@ -123,7 +126,14 @@ def reaped(proc):
             del _ours[proc.pid]
 
 
-CHILDREN_FILES = os.path.exists("/proc/thread-self/children")      # CONFIG_PROC_CHILDREN, in most kernels
+_children_files = []            # [True or False], once known
+
+
+def children_files():
+    """True where /proc/PID/task/TID/children exists (CONFIG_PROC_CHILDREN, in most Linux kernels)."""
+    if not _children_files:
+        _children_files.append(os.path.exists("/proc/thread-self/children"))
+    return _children_files[0]
 
 
 def _children(pid):
@@ -178,7 +188,7 @@ def _below(roots, table=None):
     """{pid: state letter} of ``roots`` and every process below them that is still there: read from the
     children files of these processes alone, where ``table`` (``_table``, without those files) holds every
     process of the machine."""
-    if table is not None or not CHILDREN_FILES:
+    if table is not None or not children_files():
         table = _table() if table is None else table
         return {pid: table[pid][1] for pid in _descendants(table, roots) if pid in table}
     found, todo = {}, list(roots)
@@ -234,7 +244,7 @@ def _sweep_once(roots, started=None):
     with _lock:
         if started is not None:
             roots = [pid for pid in roots if start_time(pid) == started.get(pid)]
-        table = None if CHILDREN_FILES else _table()
+        table = None if children_files() else _table()
         mine = _children(me) if table is None else [pid for pid, (ppid, _) in table.items() if ppid == me]
         orphans = {pid for pid in mine if pid not in _ours}
         alive = {pid for pid, state in _below(set(roots) | orphans, table).items() if state != "Z"}
@@ -355,7 +365,10 @@ def as_user(user, action, seconds=AS_USER_SECONDS):
 
 
 def end_orphans(budget=5.0):
-    """Kill and reap every orphan re-parented to the grader (at the end of a run)."""
+    """Kill and reap every orphan re-parented to the grader (at the end of a run). Linux's alone: elsewhere no
+    orphan comes back to the grader, and ``portable`` ends each part's processes itself."""
+    if not system.LINUX:
+        return
     deadline = time.monotonic() + budget
     while not _sweep_once([]) and time.monotonic() < deadline:
         time.sleep(0.01)

@@ -14,17 +14,31 @@ walkers end in ``RecursionError`` on the first and names longer than PATH_MAX on
   first. It raises nothing; it returns False if something could not be removed.
 
 Call ``remove`` on a child's tree only once every process that could write it is dead, as the sandbox does.
+
+Windows has no folder descriptors (``os.open`` takes no ``dir_fd`` there): both then work through paths, as
+bounded, with the folder's path in place of its descriptor; links are still never followed.
 """
 import contextlib
 import os
 import secrets
+import shutil
 import stat
+import time
 
 DEPTH = 64                      # levels below the top a walk accepts
 ENTRIES = 20000                 # entries (files, folders, anything) a walk looks at in all
 HELD = 32                       # folder descriptors ``remove`` keeps open at once
+REMOVE_TRIES = 10               # without descriptors (Windows): tries a tenth of a second apart
 
-_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _by_descriptor():
+    """True where folders can be opened and worked in through descriptors (every POSIX system; not Windows)."""
+    return os.open in os.supports_dir_fd and hasattr(os, "O_DIRECTORY")
+
+
+def _dir_flags():
+    return os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class TreeError(Exception):
@@ -35,14 +49,17 @@ def _open_dir(name, dir_fd):
     """Open the folder ``name`` in ``dir_fd`` (never a link); if its owner took away our read or search
     right, give it back first (through an O_PATH descriptor, so a link swapped in cannot be followed)."""
     try:
-        return os.open(name, _DIR, dir_fd=dir_fd)
+        return os.open(name, _dir_flags(), dir_fd=dir_fd)
     except PermissionError:
+        if not hasattr(os, "O_PATH"):                     # macOS: fchmodat, which never follows a link here
+            os.chmod(name, 0o700, dir_fd=dir_fd, follow_symlinks=False)
+            return os.open(name, _dir_flags(), dir_fd=dir_fd)
         handle = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
         try:
             os.chmod(f"/proc/self/fd/{handle}", 0o700)
         finally:
             os.close(handle)
-        return os.open(name, _DIR, dir_fd=dir_fd)
+        return os.open(name, _dir_flags(), dir_fd=dir_fd)
 
 
 def walk(top, depth=DEPTH, entries=ENTRIES, everything=False):
@@ -50,11 +67,15 @@ def walk(top, depth=DEPTH, entries=ENTRIES, everything=False):
     ``os.fwalk``: ``dirs`` (sorted; prune it in place to skip some) and ``files`` (sorted: regular files only,
     unless ``everything``: then links, FIFOs, devices and sockets too) are names in the folder open as
     ``folder fd``, valid until the next step. Raises TreeError past ``depth`` levels or ``entries`` entries,
-    OSError if ``top`` is not a folder (a link to one is not)."""
+    OSError if ``top`` is not a folder (a link to one is not). Without folder descriptors (Windows), the
+    folder's path stands where its descriptor would."""
+    if not _by_descriptor():
+        yield from _walk_paths(top, depth, entries, everything)
+        return
     seen = 0
     frames = []                                           # [fd, relative path, level, folders still to visit]
     try:
-        frames.append([os.open(top, _DIR), ".", 0, None])
+        frames.append([os.open(top, _dir_flags()), ".", 0, None])
         while frames:
             frame = frames[-1]
             fd, rel, level, pending = frame
@@ -79,7 +100,7 @@ def walk(top, depth=DEPTH, entries=ENTRIES, everything=False):
             name = pending.pop()
             if level + 1 > depth:
                 raise TreeError(f"its folders are nested more than {depth} levels deep")
-            child = os.open(name, _DIR, dir_fd=fd)
+            child = os.open(name, _dir_flags(), dir_fd=fd)
             frames.append([child, name if rel == "." else os.path.join(rel, name), level + 1, None])
     finally:
         for frame in frames:
@@ -91,8 +112,10 @@ def remove(path):
     """Delete ``path`` (a folder tree of any shape, a file or a link) without following links and without
     recursion. Returns True when it is gone."""
     path = os.path.abspath(path)
+    if not _by_descriptor():
+        return _remove_paths(path)
     try:
-        parent = os.open(os.path.dirname(path), _DIR)
+        parent = os.open(os.path.dirname(path), _dir_flags())
     except OSError:
         return not os.path.lexists(path)
     try:
@@ -176,6 +199,52 @@ def _remove_in(parent, name):
             with contextlib.suppress(OSError):
                 os.close(fd)
     return ok and not _exists(parent, name)
+
+
+def _walk_paths(top, depth, entries, everything):
+    """``walk`` through paths (Windows): the same bounds, the same order, no link (or junction) followed."""
+    if os.path.islink(top) or not os.path.isdir(top):
+        raise NotADirectoryError(top)
+    seen, todo = 0, [(".", 0)]
+    while todo:
+        rel, level = todo.pop()
+        folder = os.path.normpath(os.path.join(top, rel))
+        dirs, files = [], []
+        with os.scandir(folder) as listing:
+            for entry in listing:
+                seen += 1
+                if seen > entries:
+                    raise TreeError(f"it holds more than {entries} files and folders")
+                junction = getattr(entry, "is_junction", lambda: False)()     # Python 3.12 and newer
+                if entry.is_dir(follow_symlinks=False) and not junction:
+                    dirs.append(entry.name)
+                elif everything or entry.is_file(follow_symlinks=False):
+                    files.append(entry.name)
+        dirs.sort()
+        files.sort()
+        yield rel, folder, dirs, files
+        if dirs and level + 1 > depth:
+            raise TreeError(f"its folders are nested more than {depth} levels deep")
+        todo += [(d if rel == "." else os.path.join(rel, d), level + 1) for d in reversed(dirs)]
+
+
+def _remove_paths(path):
+    """``remove`` through paths (Windows): read-only files are made writable first; links are removed, never
+    followed."""
+    def writable_then_again(function, name, _):
+        with contextlib.suppress(OSError):
+            os.chmod(name, stat.S_IWRITE | stat.S_IREAD)
+            function(name)
+    for _ in range(REMOVE_TRIES):                         # a process just ended may hold a file a moment longer
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, onerror=writable_then_again)
+        else:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+        if not os.path.lexists(path):
+            return True
+        time.sleep(0.1)
+    return False
 
 
 def _writable(fd):

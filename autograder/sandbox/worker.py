@@ -1,10 +1,13 @@
 """The child process: import the ``mytorch`` found in ROOT, run one part's cases, send plain arrays back.
 
     python -I worker.py ROOT REQUEST_FD RESPONSE_FD
+    python -I worker.py ROOT - -            (macOS, Windows: the request on stdin, the response on stdout)
 
 Started by the grading process with resource limits; nothing here is trusted by it. The request (configs
 and inputs) is read from the pipe REQUEST_FD before any student code runs; the response (per-case reports
-and arrays) is one ``frames`` message written to the pipe RESPONSE_FD. The grader modules the child runs
+and arrays) is one ``frames`` message written to the pipe RESPONSE_FD. Given "-" for both, the request is
+standard input, and the response goes to what standard output was when the child started, on a descriptor
+of its own: fd 1 then points at standard error, where everything the submission prints goes. The grader modules the child runs
 (``CHILD_CODE``: the part driver, the message format, the tracer) are loaded from the grader's folder by path,
 so the only directory added to ``sys.path`` is ROOT.
 
@@ -22,7 +25,8 @@ import time
 GRADER = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))       # the autograder package
 # the grader modules a child runs, by the package each lives in: plain code and tables, loaded by path before any
 # student code (``import autograder`` would search the submission's folder first)
-CHILD_CODE = {"driver": "parts", "frames": "sandbox", "tracing": "diagnosis", "ipc": "sandbox", "cgroups": "sandbox"}
+CHILD_CODE = {"driver": "parts", "frames": "sandbox", "tracing": "diagnosis", "ipc": "sandbox", "cgroups": "sandbox",
+              "confinement": "sandbox"}
 
 _loaded = {}                     # name -> module: a zygote loads them once, before forking each part's child
 
@@ -52,11 +56,26 @@ def _every_case_failed(configs, status, message, where=""):
 
 
 def non_dumpable():
-    """prctl(PR_SET_DUMPABLE, 0); True if the kernel agreed. Kept across fork, so inherited by what it starts."""
+    """prctl(PR_SET_DUMPABLE, 0) on Linux; True if the kernel agreed. Kept across fork, so inherited by what it
+    starts. Elsewhere there is no such call (macOS's C library has no prctl; Windows has no C library to load
+    so): False."""
+    if not sys.platform.startswith("linux"):
+        return False
     try:
         return ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0) == 0
-    except (OSError, AttributeError):
+    except (OSError, AttributeError, TypeError):
         return False
+
+
+def standard_streams(request_fd, response_fd):
+    """``(request fd, response fd)`` as ints; for "-", standard input, and standard output kept on a descriptor
+    of its own while fd 1 becomes standard error (what the submission prints goes there, never into the
+    response)."""
+    if request_fd != "-":
+        return int(request_fd), int(response_fd)
+    response = os.dup(1)                                  # not inherited by what the submission starts
+    os.dup2(2, 1)
+    return 0, response
 
 
 def source_only(root, pycs=None):
@@ -168,11 +187,16 @@ def main(root, request_fd, response_fd, pycs=None):
         faulthandler.dump_traceback_later(max(float(dump_at) - time.monotonic(), 0.1), repeat=True, exit=False)
         dump_again(float(dump_at), float(os.environ.get("MYTORCH_GRADER_DUMP_LEFT", "1.0")))
     driver, frames, tracing = _load("driver"), _load("frames"), _load("tracing")
-    configs, arrays = frames.decode(_read_all(int(request_fd)))
+    request_fd, response_fd = standard_streams(request_fd, response_fd)
+    configs, arrays = frames.decode(_read_all(request_fd))
+    if request_fd == 0:                                   # read and closed: nothing more comes from there
+        null = os.open(os.devnull, os.O_RDONLY)
+        if null != 0:
+            os.dup2(null, 0)
+            os.close(null)
     inputs = [{} for _ in configs]
     for (k, name), value in arrays.items():
         inputs[k][name] = value
-    response_fd = int(response_fd)
 
     sys.path.insert(0, root)
     try:
@@ -209,9 +233,12 @@ def _out_of_memory(error):
     raises when an allocation in C fails without saying so ('error return without exception set')."""
     if not isinstance(error, (MemoryError, SystemError)):
         return ""
-    import resource
-    limit = resource.getrlimit(resource.RLIMIT_AS)[0]
-    shown = f" of {limit >> 20} MiB" if limit != resource.RLIM_INFINITY else ""
+    try:
+        import resource
+        limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+        shown = f" of {limit >> 20} MiB" if limit != resource.RLIM_INFINITY else ""
+    except ImportError:                                  # Windows: the job's limit, which this child cannot read
+        shown = ""
     return (f" (most likely your code used up its memory{shown}: look for a loop that never ends and keeps "
             "something growing, such as a forward whose record no backward consumes)")
 
