@@ -56,7 +56,7 @@ def report_of(subs):
 
 
 def run_cli(args, cwd=REPO, timeout=120, env=None):
-    env = dict(os.environ, PYTHONPATH="", **(env or {}))
+    env = {**os.environ, "PYTHONPATH": "", **(env or {})}     # the given env wins, PYTHONPATH too
     return subprocess.run([sys.executable, "-m", "autograder", *args], cwd=cwd, capture_output=True, text=True,
                           timeout=timeout, env=env)
 
