@@ -731,10 +731,10 @@ def test_a_grader_module_the_sandbox_user_could_change_never_runs_as_root(sandbo
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="giving files to another user needs root")
 def test_each_module_imported_as_root_is_looked_at_before_it_runs(tmp_path, monkeypatch, capsys):
-    """``__main__._CheckedImports``: a module file, its bytecode, its package's folder or a library its wheel
+    """``preflight._CheckedImports``: a module file, its bytecode, its package's folder or a library its wheel
     ships beside it (``.libs``) that a sandbox user owns or may write is refused before the module runs; the
     same module, root's alone, is found as usual."""
-    from autograder import __main__ as entry
+    from autograder import preflight
     who = [("user mallory", 64001, {64001})]
     site = tmp_path / "site"
     (site / "wheel" / "__pycache__").mkdir(parents=True)
@@ -743,21 +743,21 @@ def test_each_module_imported_as_root_is_looked_at_before_it_runs(tmp_path, monk
     (site / "wheel" / "__init__.py").write_text("import sys\nsys.ran = True\n")
     (site / "plain.py").write_text("")
     monkeypatch.syspath_prepend(str(site))
-    hook = entry._CheckedImports(who)
+    hook = preflight._CheckedImports(who)
     assert hook.find_spec("wheel").origin == str(site / "wheel" / "__init__.py")
     assert hook.find_spec("plain") is not None and not hasattr(sys, "ran")
     for planted in (site / "plain.py", site / "wheel" / "__init__.py", site / "wheel", site / "wheel.libs",
                     site / "wheel.libs" / "libblas.so"):
         os.chown(planted, 64001, 64001)
         with pytest.raises(SystemExit) as stop:
-            entry._CheckedImports(who).find_spec("plain" if planted.name == "plain.py" else "wheel")
+            preflight._CheckedImports(who).find_spec("plain" if planted.name == "plain.py" else "wheel")
         assert stop.value.code == 2
         assert f"user mallory could change {planted}, which the grader runs or may import as root" in \
             capsys.readouterr().err
         os.chown(planted, 0, 0)
     os.chmod(site / "wheel" / "__init__.py", 0o666)                          # anyone may write it
     with pytest.raises(SystemExit):
-        entry._CheckedImports(who).find_spec("wheel")
+        preflight._CheckedImports(who).find_spec("wheel")
     assert not hasattr(sys, "ran")
     os.chmod(site / "wheel" / "__init__.py", 0o644)
     import struct  # an ACL entry for the user: user:64001:rw-, mask::rw-
@@ -769,7 +769,7 @@ def test_each_module_imported_as_root_is_looked_at_before_it_runs(tmp_path, monk
         pass                                           # no POSIX ACLs on this file system
     else:
         with pytest.raises(SystemExit):
-            entry._CheckedImports(who).find_spec("plain")
+            preflight._CheckedImports(who).find_spec("plain")
         assert f"user mallory could change {site / 'plain.py'}," in capsys.readouterr().err
         os.removexattr(site / "plain.py", "system.posix_acl_access")
         os.chmod(site / "plain.py", 0o644)
@@ -778,25 +778,25 @@ def test_each_module_imported_as_root_is_looked_at_before_it_runs(tmp_path, monk
     os.chown(tmp_path / "theirs", 64001, 64001)
     (site / "linked.py").symlink_to(tmp_path / "theirs" / "real.py")
     with pytest.raises(SystemExit):
-        entry._CheckedImports(who).find_spec("linked")
+        preflight._CheckedImports(who).find_spec("linked")
     assert f"user mallory could change {tmp_path / 'theirs'}," in capsys.readouterr().err
     archive = tmp_path / "lib.zip"                                           # found by zipimport: the archive
     with zipfile.ZipFile(archive, "w") as f:
         f.writestr("zipped.py", "X = 1\n")
     monkeypatch.syspath_prepend(str(archive))
-    assert entry._CheckedImports(who).find_spec("zipped") is not None
+    assert preflight._CheckedImports(who).find_spec("zipped") is not None
     os.chown(archive, 64001, 64001)
     with pytest.raises(SystemExit):
-        entry._CheckedImports(who).find_spec("zipped")
+        preflight._CheckedImports(who).find_spec("zipped")
     assert f"user mallory could change {archive}," in capsys.readouterr().err
     (site / "wheel.libs" / "gone.so").symlink_to(tmp_path / "nowhere")       # a dangling link: its own owner
-    assert entry._CheckedImports(who).find_spec("wheel") is not None
+    assert preflight._CheckedImports(who).find_spec("wheel") is not None
 
     def unreadable(path):
         raise PermissionError(13, "Permission denied")
     monkeypatch.setattr(os, "listdir", unreadable)                           # what cannot be checked is not run
     with pytest.raises(SystemExit) as stop:
-        entry._CheckedImports(who).find_spec("wheel")
+        preflight._CheckedImports(who).find_spec("wheel")
     assert stop.value.code == 2 and "could not be checked before the grader imports it as root" in \
         capsys.readouterr().err
 

@@ -22,5 +22,5 @@ It imports nothing of the grader's outside this package: the rest of the grader 
     archive      unpacking a handed-in archive without trusting it
     isolation    private copies of a submission; what a sandbox user can read
     identities   a pool of sandbox users, one per submission graded at once
-    interpreter  refusing a Python (or its libraries) a sandbox user could change
+    interpreter  what a Python runs (its files, its libraries) that a sandbox user could change
 """
