@@ -21,8 +21,11 @@ that names the place and the fix). The grading command runs them in this order:
 3. ``resolve_user``: a real user, not root, and we are root.
 4. ``resolve_python``: the user's earlier processes killed (``clear_before_probes``: one could trace a probe);
    the Python student code runs imports NumPy as the user, and no user could change it (all of it, and every
-   library it maps), nor what the grader's own Python runs as root, nor the grader's own files (the zygote
-   runs them as root). These come first because a zygote is started as root as soon as they pass.
+   library it maps), nor what the grader's own Python runs as root; the grader's own files: none the user
+   could change (the zygote runs them as root), and every one a part's child opens by path readable by the
+   user (``refuse_unreadable_grader``), so that a grader installed where the user cannot read it is refused
+   here, not reported to the student as their code's exit. These come first because a zygote is started as
+   root as soon as they pass.
 5. For the grade (``cli._grade_checked``): the solution of ``--fresh-seed`` (run as root) changeable by no
    user (``refuse_writable``); the instructor's folders the user could read (``instructor_places``) hidden from
    every child (``hide_from_users``); the submission readable by the user (``refuse_unreadable``).
@@ -283,8 +286,9 @@ def resolve_python(parser, path, users=(), later=False):
     still under way (they take a tenth of a second, which the grade spends starting its zygote and loading
     references meanwhile); ``finish()`` waits for them, a usage error if one fails, and must return before
     anything runs as a sandbox user (``grade.grade(ready=)``). The grader's package, which the grade's zygote
-    loads as root, and a ``--python``'s own checks (its files, every library it maps once NumPy is imported)
-    are done before this returns: ``main_grade`` starts that zygote at once, before the rest of its set-up.
+    loads as root and whose files a part's child opens by path as the user (``_check_grader``), and a
+    ``--python``'s own checks (its files, every library it maps once NumPy is imported) are done before this
+    returns: ``main_grade`` starts that zygote at once, before the rest of its set-up.
     When student code runs another Python, the grader's own is checked for what this process has loaded and
     may import (``interpreter.own_places``: what it holds as the probes start, then what it loaded since):
     neither a grade nor a batch imports anything more of it as root later (batch draws its histogram as SVG
@@ -309,13 +313,20 @@ def resolve_python(parser, path, users=(), later=False):
     if first:
         _refuse_exposed(parser, exposed)
         _refuse_probed(parser, python, users, probes)
-    refuse_writable(parser, users, [HERE], "the grader's files, which its zygote runs as root")
+    _check_grader(parser, list(users))
     checked = checking.submit(_check_python, parser, python, list(users), first, own_places, own_checked)
     checking.shutdown(wait=False)
     if later:
         return python, checked.result
     checked.result()
     return python
+
+
+def _check_grader(parser, users):
+    """The grader's own files, for ``users``: none they could change (its zygote runs them as root), and those a
+    part's child opens by path readable by each (``refuse_unreadable_grader``)."""
+    refuse_writable(parser, users, [HERE], "the grader's files, which its zygote runs as root")
+    refuse_unreadable_grader(parser, users)
 
 
 def _check_python(parser, python, users, python_checked, own_places, own_checked):
@@ -394,6 +405,64 @@ def refuse_writable(parser, users, paths, what):
         if found:
             parser.error(f"user {user.pw_name} could change {what}, e.g. {found[0]}: make them writable by root "
                          "alone first")
+
+
+def child_files():
+    """The grader's files a part's child opens by path, as the sandbox user: the entry a spawned child is started
+    with (``runner.WORKER``), the modules it loads by path before any student code (``worker.CHILD_CODE``, in
+    the folders ``worker.GRADER`` names) and those the part driver loads the same way (``places``), and the
+    zygote's own file, which a forked child's traceback reads its lines from."""
+    from autograder.sandbox import runner, worker, zygote
+    loaded = [os.path.join(worker.GRADER, package, f"{name}.py") for name, package in worker.CHILD_CODE.items()]
+    return [runner.WORKER, *loaded, os.path.join(worker.GRADER, "diagnosis", "places.py"),
+            os.path.join(zygote.HERE, "zygote.py")]
+
+
+def _unreachable(paths):
+    """In a helper that has become the user (``reaper.as_user``): the first of ``paths`` it cannot read, and the
+    first folder on the way to it that it cannot search (b"" if none), NUL-separated; b"" if it reads them all.
+    System calls alone."""
+    for path in paths:
+        if not os.access(path, os.R_OK):
+            folder = os.sep
+            for part in os.path.dirname(path).split(os.sep):
+                folder = os.path.join(folder, part)
+                if not os.access(folder, os.X_OK):
+                    return os.fsencode(path) + b"\0" + os.fsencode(folder)
+            return os.fsencode(path) + b"\0"
+    return b""
+
+
+def refuse_unreadable_grader(parser, users):
+    """A usage error if one of ``users`` (the sandbox users) cannot read a grader file a part's child opens by
+    path (``child_files``), asked of the user itself (``os.access`` in a helper that has become it), so every
+    folder above, its ACLs and its groups count as they will. Else a child started as the user could not open
+    its own entry (a grader installed in a private folder, such as a 0700 home), and every part would tell the
+    student that their code exited with code 2.
+
+    Checked with zygotes on too, although the zygote runs as root and a child it forks opens none of these
+    files: a zygote that fails (and the ones started in its place) leaves the grade to a Python started per
+    part as the user, which opens ``worker.py`` by path; a grade must not pass or blame the student depending
+    on whether the grader's own helper survived. And a child's traceback through the zygote's or the worker's
+    code reads their lines as the user."""
+    from autograder.sandbox import reaper
+    files = [path for path in child_files() if os.path.isfile(path)]
+    checkout = os.path.dirname(HERE)
+    for user in users:
+        said = reaper.as_user(user, lambda: _unreachable(files))
+        if said is None:
+            usage_error(parser, f"could not check that user {user.pw_name} can read the grader's files")
+        if said:
+            path, _, folder = (os.fsdecode(p) for p in said.partition(b"\0"))
+            if not folder:
+                why = f"its mode or an ACL keeps {user.pw_name} from it"
+            elif checkout == folder or checkout.startswith(folder.rstrip(os.sep) + os.sep):
+                why = f"the checkout in {checkout} is private ({user.pw_name} may not enter {folder})"
+            else:
+                why = f"{user.pw_name} may not enter {folder}"
+            usage_error(parser, f"user {user.pw_name} cannot read {path}, which each part's child runs as that "
+                                f"user: install the grader where {user.pw_name} can read it, e.g. a folder every "
+                                f"user may search; {why}")
 
 
 def refuse_unreadable(parser, user, root):

@@ -93,9 +93,9 @@ def readable_checkout():
     """A checkout of this repository that every user may read as a grade reads it: REPO itself where a sandbox
     user can reach its files, else a copy (the grader with its course file, and the solution's ``mytorch``) in a
     new world-readable folder (``world_readable_dir``; the caller removes the folder above it). From a checkout
-    in a private folder (a 0700 home, where CI may clone it), a grade as a sandbox user cannot work: that user
-    can read neither the ``worker.py`` a spawned part's child is started with nor the checkout's ``mytorch``
-    (which the grader refuses to grade)."""
+    in a private folder (a 0700 home, where CI may clone it), a grade as a sandbox user is refused, rightly:
+    that user can read neither the grader's files a part's child opens (``preflight.refuse_unreadable_grader``)
+    nor the checkout's ``mytorch``."""
     if not any(closed_to_others(os.path.join(REPO, path)) for path in READ_AS_THE_USER):
         return REPO
     course = os.path.join(REPO, "course.toml")

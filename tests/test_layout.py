@@ -148,3 +148,21 @@ def test_the_checks_that_run_before_anything_is_imported_import_nothing_more():
     loaded = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
                             env=dict(os.environ, PYTHONPATH=""), check=True).stdout.split()
     assert loaded == ["autograder.__main__", "autograder.preflight"]
+
+
+def test_the_checks_know_every_grader_file_a_child_opens_by_path():
+    """``preflight.child_files``, which each sandbox user must be able to read, names the worker a spawned child
+    is started with, every module the worker loads by path (``worker.CHILD_CODE``), every one those load so in
+    turn (``_grader_module``), and the zygote."""
+    from autograder import preflight
+    from autograder.sandbox import worker
+    named = {os.path.relpath(path, GRADER) for path in preflight.child_files()}
+    loaded = {os.path.join(package, f"{name}.py") for name, package in worker.CHILD_CODE.items()}
+    for name in ["autograder.sandbox.worker"] + [f"autograder.{package}.{name}" for name, package
+                                                  in worker.CHILD_CODE.items()]:
+        for call in ast.walk(ast.parse(open(MODULES[name], encoding="utf-8").read())):
+            if isinstance(call, ast.Call) and getattr(call.func, "id", None) == "_grader_module":
+                loaded.add(os.path.join(call.args[0].value, f"{call.args[1].value}.py"))
+    assert "diagnosis/places.py" in loaded
+    assert loaded | {"sandbox/worker.py", "sandbox/zygote.py"} <= named
+    assert all(os.path.isfile(path) for path in preflight.child_files())

@@ -684,6 +684,54 @@ def _logging_wrapper(folder, python, prefix=""):
     return wrapper, log
 
 
+@pytest.mark.parametrize("mode", ["grade", "grade, zygotes off", "batch"])
+def test_a_grader_the_sandbox_user_cannot_read_is_refused_before_any_part_runs(sandbox_user, mode):
+    """A grader installed in a private folder (a 0700 home, as Debian 12 makes them): a part's child started as
+    the sandbox user cannot open the worker.py it is started with (nor a module it loads by path), and every
+    part would tell the student that their code exited with code 2. The grade and the batch refuse first,
+    naming the file and the fix, with zygotes on too (a failed zygote leaves the parts to a Python started
+    per part as the user); once the user may read it, the same grader grades."""
+    make_user, python, home = sandbox_user
+    user = make_user()
+    folder = world_readable_dir(os.path.join(home, "private-grader-"))
+    private = os.path.join(folder, "home")
+    os.mkdir(private, 0o700)
+    grader = os.path.realpath(make_grader_copy(os.path.join(private, "grader"), TWO_SECTIONS))
+    subs = os.path.join(folder, "subs")
+    make_submission(os.path.join(subs, "alice"))
+    out = os.path.join(folder, "results.json")
+    command = [sys.executable, "-m", "autograder"] + (["batch", subs, "--jobs", "1"] if mode == "batch" else
+                                                      ["1.1", "--submission", os.path.join(subs, "alice"), "--json",
+                                                       out])
+    command += ["--run-as", user.pw_name, "--python", python]
+    env = dict(os.environ, PYTHONPATH="", MYTORCH_GRADER_ZYGOTE="0" if mode == "grade, zygotes off" else "1")
+
+    def refused(path, why):
+        proc = subprocess.run(command, cwd=grader, env=env, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        said = "".join(proc.stderr.split())                # wrapped at 80 columns, a long path too
+        expected = (f"user {user.pw_name} cannot read {path}, which each part's child runs as that user: install "
+                    f"the grader where {user.pw_name} can read it, e.g. a folder every user may search; {why}")
+        assert "".join(expected.split()) in said, proc.stderr
+        assert max(len(line) for line in proc.stderr.splitlines()) <= 80
+        assert "graded" not in proc.stdout + proc.stderr and not os.path.exists(out)
+    refused(os.path.join(grader, "autograder", "sandbox", "worker.py"),
+            f"the checkout in {grader} is private ({user.pw_name} may not enter {os.path.realpath(private)})")
+    os.chmod(private, 0o755)
+    driver = os.path.join(grader, "autograder", "parts", "driver.py")         # loaded by path, in the child
+    os.chmod(driver, 0o600)
+    refused(driver, f"its mode or an ACL keeps {user.pw_name} from it")
+    os.chmod(driver, 0o644)
+    proc = subprocess.run(command, cwd=grader, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    if mode == "batch":
+        assert _scores(subs)["alice"] == 100
+    else:
+        with open(out) as f:
+            part = check_gradescope(json.load(f))["1.1"]
+        assert part["score"] == part["max_score"], part["output"]
+
+
 def test_grader_files_the_sandbox_user_could_change_are_refused_before_the_python_runs_as_root(sandbox_user):
     """The zygote of the --python loads grader modules that the grader itself has not imported (the per-part
     entry, the tracer) as root: a grader whose such file the user could change is refused before it starts."""
