@@ -32,8 +32,9 @@ that names the place and the fix). The grading command runs them in this order:
 6. ``ready_for``, just before the first child runs as the user: the Pythons' checks still under way have
    passed, and the user is cleared of what an earlier run left.
 
-``batch`` runs 3 to 5 for every user of its pool (``batch.sandbox_users``), and refuses a report folder a user
-could change; every platform's entry and ``batch`` refuse a grader imported from inside the submissions
+``batch`` runs 4 and 5 for every user of its pool (``batch.sandbox_users``, which makes or finds the users),
+all but the submission's readability (it copies each submission for its user), and refuses a report folder a
+user could change; every platform's entry and ``batch`` refuse a grader imported from inside the submissions
 (``grader_inside``).
 """
 import os
