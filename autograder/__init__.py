@@ -9,8 +9,10 @@ reads every import and fails on one that goes the other way, or on a circle):
                  driver that runs a part's cases inside the child
     diagnosis/   what a failing part is told: comparison, value traces matched against the reference's,
                  hints, the report printed and written
-    grade.py     grading one submission (one child per part, every score in the parent), and
-    cli.py       the grading command and the options every command shares
+    grade.py     grading one submission (one child per part, every score in the parent),
+    preflight.py the checks made before any student code runs (under --run-as, as root: what a sandbox user
+                 could change or must read), in the order its docstring gives, and
+    cli.py       the grading command's line and flow, and the options every command shares
     instructor/  a class and its platforms: batch and the class report, Gradescope, the student's handin, the
                  reference-data generator
     __main__.py  dispatches ``python -m autograder [COMMAND]`` to the module that does it

@@ -2,8 +2,12 @@
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
+import tempfile
+
+import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -50,13 +54,70 @@ def make_grader_copy(folder, course=None):
     return str(folder)
 
 
+def closed_to_others(path):
+    """The first place from ``/`` down to ``path`` that a user who is neither its owner nor in its group cannot
+    pass (a folder it may not search; ``path`` itself, a file it may not read), else None: a sandbox user
+    cannot read ``path`` then."""
+    path = os.path.realpath(path)
+    places = [path]
+    while os.path.dirname(places[-1]) != places[-1]:
+        places.append(os.path.dirname(places[-1]))
+    for place in reversed(places):
+        mode = os.stat(place).st_mode
+        if not mode & (stat.S_IXOTH if stat.S_ISDIR(mode) else stat.S_IROTH):
+            return place
+    return None
+
+
+def world_readable_dir(prefix):
+    """A new folder (0755) that every user may search, for what a sandbox user must read: in the temporary
+    folder (``tempfile``), or where ``prefix`` (a path) names. The test is skipped, with the reason, where a
+    folder above it is closed to other users (a TMPDIR in a private home): nothing there can be made readable
+    by a sandbox user."""
+    path = tempfile.mkdtemp(prefix=prefix)
+    closed = closed_to_others(os.path.dirname(path))
+    if closed is not None:
+        os.rmdir(path)
+        pytest.skip(f"{closed} is closed to other users, so a sandbox user can read nothing in {path}: set TMPDIR "
+                    "to a folder every user may search, such as /tmp")
+    os.chmod(path, 0o755)
+    return path
+
+
+# what a grade from the checkout reads as the sandbox user: a file a part's child opens by path, and the
+# checkout's own mytorch (graded when the checkout is the current folder, or --submission or --solution)
+READ_AS_THE_USER = ("autograder/sandbox/worker.py", "mytorch/__init__.py")
+
+
+def readable_checkout():
+    """A checkout of this repository that every user may read as a grade reads it: REPO itself where a sandbox
+    user can reach its files, else a copy (the grader with its course file, and the solution's ``mytorch``) in a
+    new world-readable folder (``world_readable_dir``; the caller removes the folder above it). From a checkout
+    in a private folder (a 0700 home, where CI may clone it), a grade as a sandbox user is refused, rightly:
+    that user can read neither the grader's files a part's child opens (``preflight.refuse_unreadable_grader``)
+    nor the checkout's ``mytorch``."""
+    if not any(closed_to_others(os.path.join(REPO, path)) for path in READ_AS_THE_USER):
+        return REPO
+    course = os.path.join(REPO, "course.toml")
+    with open(course, encoding="utf-8") as f:
+        checkout = make_grader_copy(os.path.join(world_readable_dir("mytorch-checkout-"), "checkout"), f.read())
+    shutil.copytree(os.path.join(REPO, "mytorch"), os.path.join(checkout, "mytorch"),
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    for folder, dirs, files in os.walk(checkout):      # modes as a clone's under umask 022, whatever REPO's
+        os.chmod(folder, 0o755)
+        for name in files:
+            path = os.path.join(folder, name)
+            os.chmod(path, 0o755 if os.stat(path).st_mode & stat.S_IXUSR else 0o644)
+    return checkout
+
+
 def report_of(subs):
     """Where ``python -m autograder batch SUBS`` leaves its report without --out: beside SUBS (a str or a Path)."""
     return type(subs)(str(subs) + "-grading")
 
 
 def run_cli(args, cwd=REPO, timeout=120, env=None):
-    env = dict(os.environ, PYTHONPATH="", **(env or {}))
+    env = {**os.environ, "PYTHONPATH": "", **(env or {})}     # the given env wins, PYTHONPATH too
     return subprocess.run([sys.executable, "-m", "autograder", *args], cwd=cwd, capture_output=True, text=True,
                           timeout=timeout, env=env)
 

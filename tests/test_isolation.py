@@ -106,7 +106,7 @@ def test_an_autograder_shipped_in_a_submission_is_never_imported(tmp_path):
     for where in (subs / "eve", tmp_path / "autograder" / "submission"):
         make_submission(where)
         os.makedirs(where / "autograder")
-        for name in ("__init__.py", "__main__.py", "grade.py", "cli.py"):
+        for name in ("__init__.py", "__main__.py", "preflight.py", "grade.py", "cli.py"):
             (where / "autograder" / name).write_text(f"open({str(mark)!r}, 'w').write('imported')\n")
     env = dict(os.environ, PYTHONPATH="")
     grader = make_grader_copy(tmp_path / "grader", TWO_SECTIONS)

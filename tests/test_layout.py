@@ -1,6 +1,6 @@
 """The autograder's packages import one way, bottom up, with no circle (read from the source with ``ast``).
 
-    sandbox < parts < diagnosis < the grading core (grade, cli) < instructor < __main__
+    sandbox < parts < diagnosis < the grading core (grade, preflight, cli) < instructor < __main__
 
 A module may import from its own layer or any below it, and the package root (``autograder``: constants only)
 from anywhere. The grader code a child loads by path imports nothing of the grader's at all: in the child,
@@ -8,12 +8,14 @@ from anywhere. The grader code a child loads by path imports nothing of the grad
 """
 import ast
 import os
+import subprocess
+import sys
 
 import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GRADER = os.path.join(REPO, "autograder")
-LAYERS = {"sandbox": 0, "parts": 1, "diagnosis": 2, "grade": 3, "cli": 3, "instructor": 4, "__main__": 5}
+LAYERS = {"sandbox": 0, "parts": 1, "diagnosis": 2, "grade": 3, "preflight": 3, "cli": 3, "instructor": 4, "__main__": 5}
 
 
 def _modules():
@@ -117,3 +119,50 @@ def test_the_code_a_child_loads_by_path_imports_nothing_of_the_grader():
     for name in loaded + ["autograder.sandbox.worker", "autograder.diagnosis.places"]:
         assert os.path.isfile(MODULES[name])
         assert not GRAPH[name], f"{name} runs in the child and imports {sorted(GRAPH[name])}"
+
+
+def _imported_as_loaded(path):
+    """The modules ``path`` imports as it is loaded: at its top, and in any statement there but a function's or
+    a class's body (``from a import b``: ``a.b``)."""
+    found, todo = set(), list(ast.parse(open(path, encoding="utf-8").read()).body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            found |= {f"{node.module}.{alias.name}" for alias in node.names}
+        todo += [child for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt)]
+    return found
+
+
+def test_the_checks_that_run_before_anything_is_imported_import_nothing_more():
+    """``__main__`` imports ``preflight``, whose first check (the folders a module is looked for in) must run
+    before anything a sandbox user could have planted is imported: loading either imports os, sys and the
+    autograder package alone (loaded already), every other import waits inside a function."""
+    assert _imported_as_loaded(MODULES["autograder.preflight"]) <= {"os", "sys", "autograder"}
+    assert _imported_as_loaded(MODULES["autograder.__main__"]) <= {"os", "sys", "autograder.preflight"}
+    code = ("import sys, autograder; before = set(sys.modules); import autograder.__main__; "
+            "print(' '.join(sorted(set(sys.modules) - before)))")
+    loaded = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
+                            env=dict(os.environ, PYTHONPATH=""), check=True).stdout.split()
+    assert loaded == ["autograder.__main__", "autograder.preflight"]
+
+
+def test_the_checks_know_every_grader_file_a_child_opens_by_path():
+    """``preflight.child_files``, which each sandbox user must be able to read, names the worker a spawned child
+    is started with, every module the worker loads by path (``worker.CHILD_CODE``), every one those load so in
+    turn (``_grader_module``), and the zygote."""
+    from autograder import preflight
+    from autograder.sandbox import worker
+    named = {os.path.relpath(path, GRADER) for path in preflight.child_files()}
+    loaded = {os.path.join(package, f"{name}.py") for name, package in worker.CHILD_CODE.items()}
+    for name in ["autograder.sandbox.worker"] + [f"autograder.{package}.{name}" for name, package
+                                                  in worker.CHILD_CODE.items()]:
+        for call in ast.walk(ast.parse(open(MODULES[name], encoding="utf-8").read())):
+            if isinstance(call, ast.Call) and getattr(call.func, "id", None) == "_grader_module":
+                loaded.add(os.path.join(call.args[0].value, f"{call.args[1].value}.py"))
+    assert "diagnosis/places.py" in loaded
+    assert loaded | {"sandbox/worker.py", "sandbox/zygote.py"} <= named
+    assert all(os.path.isfile(path) for path in preflight.child_files())

@@ -33,7 +33,9 @@ from tests.graderkit import (
     check_gradescope,
     make_grader_copy,
     make_submission,
+    readable_checkout,
     report_of,
+    world_readable_dir,
 )
 
 pytestmark = pytest.mark.slow                  # grades as sandbox users it makes: attack campaigns, users and Pythons made per test
@@ -66,12 +68,6 @@ FORK_BOMB = ("if not hasattr(builtins, 'attacked'):\n    builtins.attacked = 1\n
              "    daemon(bomb, 60)\nraise ValueError('broken')")
 
 
-def _world_readable_dir(prefix):
-    path = tempfile.mkdtemp(prefix=prefix)
-    os.chmod(path, 0o755)
-    return path
-
-
 def _numpy_copied_into(venv):
     """Put this Python's NumPy into ``venv`` when both are the same minor version (seconds, where a download
     takes minutes); True if the venv's Python then imports it."""
@@ -97,7 +93,7 @@ def sandbox_python(tmp_path_factory):
         pytest.skip("--run-as needs root")
     if shutil.which("useradd") is None or not os.path.exists("/usr/bin/python3"):
         pytest.skip("needs useradd and /usr/bin/python3")
-    home = _world_readable_dir("mytorch-run-as-python-")
+    home = world_readable_dir("mytorch-run-as-python-")
     venv = os.path.join(home, "venv")
     made = subprocess.run(["/usr/bin/python3", "-m", "venv", "--without-pip", venv], capture_output=True, text=True)
     if made.returncode == 0 and not _numpy_copied_into(venv):
@@ -118,7 +114,7 @@ def sandbox_user(sandbox_python):
     """(a function making a new user, a Python with numpy any user can run, a world-readable folder); the
     users and the folder are removed afterwards. One user per grading process: the grader kills every process
     of its sandbox user at the end, so two graders must not share one."""
-    home = _world_readable_dir("mytorch-run-as-")
+    home = world_readable_dir("mytorch-run-as-")
     made = []
 
     def make_user():
@@ -138,10 +134,21 @@ def sandbox_user(sandbox_python):
         shutil.rmtree(home, ignore_errors=True)
 
 
+@pytest.fixture(scope="session")
+def checkout():
+    """The checkout the tests below grade from (its grader, course and ``mytorch``) as a sandbox user: this one,
+    or, where a sandbox user cannot read it (a clone in a 0700 home), a copy of it that every user may read
+    (``readable_checkout``), removed afterwards."""
+    path = readable_checkout()
+    yield path
+    if path != REPO:
+        shutil.rmtree(os.path.dirname(path), ignore_errors=True)
+
+
 @pytest.fixture(scope="module")
 def campaign(sandbox_user):
     make_user, python, home = sandbox_user
-    root = _world_readable_dir(os.path.join(home, "campaign-"))
+    root = world_readable_dir(os.path.join(home, "campaign-"))
     grader = make_grader_copy(os.path.join(root, "grader"))
     before = kit.tree_digest(grader)
     secret = os.path.join(root, "secret.txt")              # root alone may read it
@@ -227,7 +234,7 @@ def test_a_worker_is_non_dumpable(campaign):
 def test_batch_isolates_submissions_and_the_grader(sandbox_user):
     make_user, python, home = sandbox_user
     user = make_user()
-    root = _world_readable_dir(os.path.join(home, "batch-"))
+    root = world_readable_dir(os.path.join(home, "batch-"))
     grader = make_grader_copy(os.path.join(root, "grader"), TWO_SECTIONS)
     before = kit.tree_digest(grader)
     subs = os.path.join(root, "subs")
@@ -289,7 +296,7 @@ def test_gradescope_as_root_runs_student_code_as_its_user_who_can_read_no_soluti
     from handout import build
     make_user, python, home = sandbox_user
     user = make_user()
-    root = _world_readable_dir(os.path.join(home, "gradescope-"))        # /autograder: root's, open to pass
+    root = world_readable_dir(os.path.join(home, "gradescope-"))        # /autograder: root's, open to pass
     build.build_gradescope(os.path.join(root, "package"), True, fixed_cases=False)
     source = os.path.join(root, "source")
     with zipfile.ZipFile(os.path.join(root, "package.zip")) as z:
@@ -346,12 +353,12 @@ def test_a_python_the_sandbox_user_cannot_use_is_a_usage_error(sandbox_user):
 
 
 @pytest.mark.parametrize("closed", ["a folder above", "the package", "its __init__.py"])
-def test_a_submission_the_sandbox_user_cannot_read_is_a_usage_error(sandbox_user, closed):
+def test_a_submission_the_sandbox_user_cannot_read_is_a_usage_error(sandbox_user, checkout, closed):
     """Student code runs as the user: a submission it cannot read would score 0 with 'No module named mytorch'
     in every part. The grade refuses it first and names what the user cannot read."""
     make_user, python, home = sandbox_user
     user = make_user()
-    folder = _world_readable_dir(os.path.join(home, "unreadable-"))
+    folder = world_readable_dir(os.path.join(home, "unreadable-"))
     sub = make_submission(os.path.join(folder, "above", "alice"))
     shut = {"a folder above": (os.path.join(folder, "above"), 0o700),
             "the package": (os.path.join(sub, "mytorch"), 0o700),
@@ -360,13 +367,13 @@ def test_a_submission_the_sandbox_user_cannot_read_is_a_usage_error(sandbox_user
                python]
     env = dict(os.environ, PYTHONPATH="")
     os.chmod(*shut)
-    proc = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(command, cwd=checkout, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     said = " ".join(proc.stderr.split())
     assert f"user {user.pw_name} cannot read" in said and "give --submission a folder it may read" in said, said
     assert max(len(line) for line in proc.stderr.splitlines()) <= 80
     os.chmod(shut[0], 0o755 if os.path.isdir(shut[0]) else 0o644)
-    proc = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(command, cwd=checkout, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0 and "4.00/4" in proc.stdout, proc.stdout + proc.stderr
 
 
@@ -404,19 +411,18 @@ raise ValueError(f"zygote reached: {found} processes, {' '.join(sorted(set(tried
 
 
 @pytest.mark.parametrize("namespace", ["1", "0"], ids=["pid-namespace", "no-pid-namespace"])
-def test_a_child_cannot_reach_its_zygote(sandbox_user, tmp_path, namespace):
+def test_a_child_cannot_reach_its_zygote(sandbox_user, checkout, tmp_path, namespace):
     """As the sandbox user, a part's child with the machine's /proc (where it cannot have one of its own, see
     the next test) finds its zygote there (a process of another user whose command is the zygote's) but
     cannot trace it, open its memory or signal it, and holds no end of its control socket; the grade
     completes with no worker replaced."""
     make_user, python, home = sandbox_user
     user = make_user()
-    root = _world_readable_dir(os.path.join(home, "reach-"))
+    root = world_readable_dir(os.path.join(home, "reach-"))
     sub = make_submission(os.path.join(root, "sub"), kit.attack_edits(REACH_ZYGOTE, root, "", ""))
     out = os.path.join(root, "results.json")
     proc = subprocess.run([sys.executable, "-m", "autograder", "1.1", "2.1", "--submission", sub, "--json", out,
-                           "--run-as", user.pw_name, "--python", python],
-                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                           "--run-as", user.pw_name, "--python", python], cwd=checkout,
                           env=dict(os.environ, PYTHONPATH="", MYTORCH_GRADER_PID_NAMESPACE=namespace,
                                    MYTORCH_GRADER_PROC_MOUNT="0"),       # the zygote in sight: the layer beneath
                           capture_output=True, text=True, timeout=300)
@@ -450,19 +456,20 @@ raise ValueError(f"processes seen: {mine} of mine, {others} of others, {grader} 
 
 @pytest.mark.parametrize("zygote", ["1", "0"], ids=["zygote", "spawned"])
 @pytest.mark.parametrize("namespace", ["1", "0"], ids=["pid-namespace", "no-pid-namespace"])
-def test_a_child_sees_its_own_processes_alone(sandbox_user, zygote, namespace):
+def test_a_child_sees_its_own_processes_alone(sandbox_user, checkout, zygote, namespace):
     """A child run as the sandbox user has a /proc of its own (its PID namespace's, and hidepid): no process of
     another user, so no command line of the grader's (which names --fresh-seed SEED when given so), whether
     its child was forked by the zygote or spawned, in a PID namespace of its own or not."""
     make_user, python, home = sandbox_user
     user = make_user()
-    root = _world_readable_dir(os.path.join(home, "proc-"))
+    root = world_readable_dir(os.path.join(home, "proc-"))
     sub = make_submission(os.path.join(root, "sub"), kit.attack_edits(SEE_PROCESSES, root, "", ""))
     out = os.path.join(root, "results.json")
     proc = subprocess.run([sys.executable, "-m", "autograder", "2.1", "--submission", sub, "--json", out,
-                           "--run-as", user.pw_name, "--python", python, "--fresh-seed", "4242", "--solution", REPO],
-                          cwd=REPO, env=dict(os.environ, PYTHONPATH="", MYTORCH_GRADER_PID_NAMESPACE=namespace,
-                                             MYTORCH_GRADER_ZYGOTE=zygote),
+                           "--run-as", user.pw_name, "--python", python, "--fresh-seed", "4242", "--solution",
+                           checkout],
+                          cwd=checkout, env=dict(os.environ, PYTHONPATH="", MYTORCH_GRADER_PID_NAMESPACE=namespace,
+                                                 MYTORCH_GRADER_ZYGOTE=zygote),
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     with open(out) as f:
@@ -480,10 +487,10 @@ def test_a_child_in_batch_cannot_reach_its_zygote_or_the_template(sandbox_user):
     no worker replaced."""
     make_user, python, home = sandbox_user
     user = make_user()
-    root = _world_readable_dir(os.path.join(home, "reach-batch-"))
+    root = world_readable_dir(os.path.join(home, "reach-batch-"))
     subs = os.path.join(root, "subs")
     make_submission(os.path.join(subs, "alice"), kit.attack_edits(REACH_ZYGOTE, root, "", ""))
-    proc = _batch(subs, user.pw_name, python, _world_readable_dir(os.path.join(root, "tmp-")),
+    proc = _batch(subs, user.pw_name, python, world_readable_dir(os.path.join(root, "tmp-")),
                   extra_env={"MYTORCH_GRADER_PROC_MOUNT": "0"})
     assert proc.returncode == 0, proc.stderr
     assert "grading worker" not in proc.stderr
@@ -553,7 +560,7 @@ NEIGHBOUR = (
 def _batch(subs, run_as, python, temp, jobs=2, extra_env=None, extra=()):
     """A batch as root, run by a copy of the grader beside ``subs`` whose course is sections 1 and 2 (the
     solution, for a fresh seed, is the checkout's)."""
-    grader = make_grader_copy(_world_readable_dir(os.path.join(os.path.dirname(subs), "grader-")), TWO_SECTIONS)
+    grader = make_grader_copy(world_readable_dir(os.path.join(os.path.dirname(subs), "grader-")), TWO_SECTIONS)
     env = dict(os.environ, PYTHONPATH="", TMPDIR=temp, **(extra_env or {}))
     return subprocess.run([sys.executable, "-m", "autograder", "batch", subs, "--run-as", run_as, "--python", python,
                            "--jobs", str(jobs), "--solution", REPO, *extra], cwd=grader, env=env, capture_output=True,
@@ -565,13 +572,13 @@ def test_a_report_folder_the_sandbox_user_could_change_is_refused_on_stored_case
     only with --fresh-seed), as any report folder of another user's is, before a sandbox user is made."""
     make_user, python, home = sandbox_user
     user = make_user()
-    root = _world_readable_dir(os.path.join(home, "report-"))
+    root = world_readable_dir(os.path.join(home, "report-"))
     subs = os.path.join(root, "subs")
     make_submission(os.path.join(subs, "alice"))
     out = os.path.join(root, "theirs")
     os.mkdir(out)
     os.chown(out, user.pw_uid, user.pw_gid)
-    proc = _batch(subs, user.pw_name, python, _world_readable_dir(os.path.join(root, "tmp-")), extra=["--out", out])
+    proc = _batch(subs, user.pw_name, python, world_readable_dir(os.path.join(root, "tmp-")), extra=["--out", out])
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert f"{out} is not yours alone (theirs belongs to {user.pw_name}, not to you)" in " ".join(proc.stderr.split())
 
@@ -588,8 +595,8 @@ def test_batch_pool_keeps_concurrent_submissions_apart(sandbox_user):
     one folder too deep scores 0 with the reason, and nothing of either user is left."""
     make_user, python, home = sandbox_user
     users = [make_user(), make_user()]
-    root = _world_readable_dir(os.path.join(home, "pool-"))
-    temp = _world_readable_dir(os.path.join(root, "tmp-"))
+    root = world_readable_dir(os.path.join(home, "pool-"))
+    temp = world_readable_dir(os.path.join(root, "tmp-"))
     subs = os.path.join(root, "subs")
     for name in ("alice", "carol", "erin"):
         make_submission(os.path.join(subs, name))
@@ -617,11 +624,11 @@ def test_batch_makes_its_users_and_deletes_them(sandbox_user):
     root after student code ran; a folder on PATH may be one someone else can write), and nothing of the
     grader's environment reaches a process it starts (the Python probes run as the sandbox user)."""
     _, python, home = sandbox_user
-    root = _world_readable_dir(os.path.join(home, "made-"))
+    root = world_readable_dir(os.path.join(home, "made-"))
     subs = os.path.join(root, "subs")
     make_submission(os.path.join(subs, "alice"))
-    decoys = _world_readable_dir(os.path.join(root, "bin-"))
-    seen = _world_readable_dir(os.path.join(root, "seen-"))
+    decoys = world_readable_dir(os.path.join(root, "bin-"))
+    seen = world_readable_dir(os.path.join(root, "seen-"))
     os.chmod(seen, 0o1777)
     for name in ("useradd", "userdel", "groupdel", "unshare", "find", "python3"):
         with open(os.path.join(decoys, name), "w") as f:
@@ -632,7 +639,7 @@ def test_batch_makes_its_users_and_deletes_them(sandbox_user):
         f.write(f'#!/bin/sh\nenv > "$(mktemp {seen}/env-XXXXXX)"\nexec {python} "$@"\n')
     os.chmod(wrapper, 0o755)
     prefix = "mtp" + secrets.token_hex(3)
-    proc = _batch(subs, prefix + "*", wrapper, _world_readable_dir(os.path.join(root, "tmp-")),
+    proc = _batch(subs, prefix + "*", wrapper, world_readable_dir(os.path.join(root, "tmp-")),
                   extra_env={"PATH": decoys + ":" + os.environ["PATH"], "MYTORCH_TEST_SECRET": "hush"})
     assert proc.returncode == 0, proc.stderr
     assert _scores(subs)["alice"] == 100
@@ -661,7 +668,7 @@ def test_a_python_the_sandbox_user_could_change_is_refused(sandbox_user):
         os.remove(planted)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert f"user {user.pw_name} could change {planted}" in proc.stderr
-    subs = os.path.join(_world_readable_dir(os.path.join(home, "refused-")), "subs")
+    subs = os.path.join(world_readable_dir(os.path.join(home, "refused-")), "subs")
     make_submission(os.path.join(subs, "alice"))
     proc = _batch(subs, user.pw_name, python, tempfile.gettempdir())
     assert proc.returncode == 0 and _scores(subs)["alice"] == 100      # the same Python, once it is root's alone
@@ -677,12 +684,60 @@ def _logging_wrapper(folder, python, prefix=""):
     return wrapper, log
 
 
+@pytest.mark.parametrize("mode", ["grade", "grade, zygotes off", "batch"])
+def test_a_grader_the_sandbox_user_cannot_read_is_refused_before_any_part_runs(sandbox_user, mode):
+    """A grader installed in a private folder (a 0700 home, as Debian 12 makes them): a part's child started as
+    the sandbox user cannot open the worker.py it is started with (nor a module it loads by path), and every
+    part would tell the student that their code exited with code 2. The grade and the batch refuse first,
+    naming the file and the fix, with zygotes on too (a failed zygote leaves the parts to a Python started
+    per part as the user); once the user may read it, the same grader grades."""
+    make_user, python, home = sandbox_user
+    user = make_user()
+    folder = world_readable_dir(os.path.join(home, "private-grader-"))
+    private = os.path.join(folder, "home")
+    os.mkdir(private, 0o700)
+    grader = os.path.realpath(make_grader_copy(os.path.join(private, "grader"), TWO_SECTIONS))
+    subs = os.path.join(folder, "subs")
+    make_submission(os.path.join(subs, "alice"))
+    out = os.path.join(folder, "results.json")
+    command = [sys.executable, "-m", "autograder"] + (["batch", subs, "--jobs", "1"] if mode == "batch" else
+                                                      ["1.1", "--submission", os.path.join(subs, "alice"), "--json",
+                                                       out])
+    command += ["--run-as", user.pw_name, "--python", python]
+    env = dict(os.environ, PYTHONPATH="", MYTORCH_GRADER_ZYGOTE="0" if mode == "grade, zygotes off" else "1")
+
+    def refused(path, why):
+        proc = subprocess.run(command, cwd=grader, env=env, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        said = "".join(proc.stderr.split())                # wrapped at 80 columns, a long path too
+        expected = (f"user {user.pw_name} cannot read {path}, which each part's child runs as that user: install "
+                    f"the grader where {user.pw_name} can read it, e.g. a folder every user may search; {why}")
+        assert "".join(expected.split()) in said, proc.stderr
+        assert max(len(line) for line in proc.stderr.splitlines()) <= 80
+        assert "graded" not in proc.stdout + proc.stderr and not os.path.exists(out)
+    refused(os.path.join(grader, "autograder", "sandbox", "worker.py"),
+            f"the checkout in {grader} is private ({user.pw_name} may not enter {os.path.realpath(private)})")
+    os.chmod(private, 0o755)
+    driver = os.path.join(grader, "autograder", "parts", "driver.py")         # loaded by path, in the child
+    os.chmod(driver, 0o600)
+    refused(driver, f"its mode or an ACL keeps {user.pw_name} from it")
+    os.chmod(driver, 0o644)
+    proc = subprocess.run(command, cwd=grader, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    if mode == "batch":
+        assert _scores(subs)["alice"] == 100
+    else:
+        with open(out) as f:
+            part = check_gradescope(json.load(f))["1.1"]
+        assert part["score"] == part["max_score"], part["output"]
+
+
 def test_grader_files_the_sandbox_user_could_change_are_refused_before_the_python_runs_as_root(sandbox_user):
     """The zygote of the --python loads grader modules that the grader itself has not imported (the per-part
     entry, the tracer) as root: a grader whose such file the user could change is refused before it starts."""
     make_user, python, home = sandbox_user
     user = make_user()
-    folder = _world_readable_dir(os.path.join(home, "grader-"))
+    folder = world_readable_dir(os.path.join(home, "grader-"))
     grader = make_grader_copy(os.path.join(folder, "copy"))
     worker = os.path.join(grader, "autograder", "sandbox", "worker.py")
     os.chown(worker, user.pw_uid, user.pw_gid)
@@ -710,7 +765,7 @@ def test_a_grader_module_the_sandbox_user_could_change_never_runs_as_root(sandbo
     records root never runs, in a grade (and its zygote) and in a batch."""
     make_user, python, home = sandbox_user
     user = make_user()
-    folder = _world_readable_dir(os.path.join(home, "planted-"))
+    folder = world_readable_dir(os.path.join(home, "planted-"))
     grader = make_grader_copy(os.path.join(folder, "copy"))
     marker = os.path.join(tempfile.mkdtemp(), "ran-as-root")                 # a folder of root's alone
     planted = os.path.join(grader, "autograder", "diagnosis", "report.py")
@@ -731,10 +786,10 @@ def test_a_grader_module_the_sandbox_user_could_change_never_runs_as_root(sandbo
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="giving files to another user needs root")
 def test_each_module_imported_as_root_is_looked_at_before_it_runs(tmp_path, monkeypatch, capsys):
-    """``__main__._CheckedImports``: a module file, its bytecode, its package's folder or a library its wheel
+    """``preflight._CheckedImports``: a module file, its bytecode, its package's folder or a library its wheel
     ships beside it (``.libs``) that a sandbox user owns or may write is refused before the module runs; the
     same module, root's alone, is found as usual."""
-    from autograder import __main__ as entry
+    from autograder import preflight
     who = [("user mallory", 64001, {64001})]
     site = tmp_path / "site"
     (site / "wheel" / "__pycache__").mkdir(parents=True)
@@ -743,21 +798,21 @@ def test_each_module_imported_as_root_is_looked_at_before_it_runs(tmp_path, monk
     (site / "wheel" / "__init__.py").write_text("import sys\nsys.ran = True\n")
     (site / "plain.py").write_text("")
     monkeypatch.syspath_prepend(str(site))
-    hook = entry._CheckedImports(who)
+    hook = preflight._CheckedImports(who)
     assert hook.find_spec("wheel").origin == str(site / "wheel" / "__init__.py")
     assert hook.find_spec("plain") is not None and not hasattr(sys, "ran")
     for planted in (site / "plain.py", site / "wheel" / "__init__.py", site / "wheel", site / "wheel.libs",
                     site / "wheel.libs" / "libblas.so"):
         os.chown(planted, 64001, 64001)
         with pytest.raises(SystemExit) as stop:
-            entry._CheckedImports(who).find_spec("plain" if planted.name == "plain.py" else "wheel")
+            preflight._CheckedImports(who).find_spec("plain" if planted.name == "plain.py" else "wheel")
         assert stop.value.code == 2
         assert f"user mallory could change {planted}, which the grader runs or may import as root" in \
             capsys.readouterr().err
         os.chown(planted, 0, 0)
     os.chmod(site / "wheel" / "__init__.py", 0o666)                          # anyone may write it
     with pytest.raises(SystemExit):
-        entry._CheckedImports(who).find_spec("wheel")
+        preflight._CheckedImports(who).find_spec("wheel")
     assert not hasattr(sys, "ran")
     os.chmod(site / "wheel" / "__init__.py", 0o644)
     import struct  # an ACL entry for the user: user:64001:rw-, mask::rw-
@@ -769,7 +824,7 @@ def test_each_module_imported_as_root_is_looked_at_before_it_runs(tmp_path, monk
         pass                                           # no POSIX ACLs on this file system
     else:
         with pytest.raises(SystemExit):
-            entry._CheckedImports(who).find_spec("plain")
+            preflight._CheckedImports(who).find_spec("plain")
         assert f"user mallory could change {site / 'plain.py'}," in capsys.readouterr().err
         os.removexattr(site / "plain.py", "system.posix_acl_access")
         os.chmod(site / "plain.py", 0o644)
@@ -778,31 +833,31 @@ def test_each_module_imported_as_root_is_looked_at_before_it_runs(tmp_path, monk
     os.chown(tmp_path / "theirs", 64001, 64001)
     (site / "linked.py").symlink_to(tmp_path / "theirs" / "real.py")
     with pytest.raises(SystemExit):
-        entry._CheckedImports(who).find_spec("linked")
+        preflight._CheckedImports(who).find_spec("linked")
     assert f"user mallory could change {tmp_path / 'theirs'}," in capsys.readouterr().err
     archive = tmp_path / "lib.zip"                                           # found by zipimport: the archive
     with zipfile.ZipFile(archive, "w") as f:
         f.writestr("zipped.py", "X = 1\n")
     monkeypatch.syspath_prepend(str(archive))
-    assert entry._CheckedImports(who).find_spec("zipped") is not None
+    assert preflight._CheckedImports(who).find_spec("zipped") is not None
     os.chown(archive, 64001, 64001)
     with pytest.raises(SystemExit):
-        entry._CheckedImports(who).find_spec("zipped")
+        preflight._CheckedImports(who).find_spec("zipped")
     assert f"user mallory could change {archive}," in capsys.readouterr().err
     (site / "wheel.libs" / "gone.so").symlink_to(tmp_path / "nowhere")       # a dangling link: its own owner
-    assert entry._CheckedImports(who).find_spec("wheel") is not None
+    assert preflight._CheckedImports(who).find_spec("wheel") is not None
 
     def unreadable(path):
         raise PermissionError(13, "Permission denied")
     monkeypatch.setattr(os, "listdir", unreadable)                           # what cannot be checked is not run
     with pytest.raises(SystemExit) as stop:
-        entry._CheckedImports(who).find_spec("wheel")
+        preflight._CheckedImports(who).find_spec("wheel")
     assert stop.value.code == 2 and "could not be checked before the grader imports it as root" in \
         capsys.readouterr().err
 
 
 def test_a_library_the_python_loads_from_outside_its_tree_that_the_sandbox_user_could_change_is_refused(
-        sandbox_user):
+        sandbox_user, checkout):
     """The zygote imports NumPy as root: every file mapped executable then counts, also one from outside the
     Python's own tree (here a copy of a system library that a root-owned --python wrapper preloads, in a
     folder of the user's)."""
@@ -812,7 +867,7 @@ def test_a_library_the_python_loads_from_outside_its_tree_that_the_sandbox_user_
     system = sorted(glob.glob("/lib/*-linux-gnu/libutil.so.1") + glob.glob("/usr/lib/*-linux-gnu/libutil.so.1"))
     if not system:
         pytest.skip("no libutil.so.1 to preload")
-    folder = _world_readable_dir(os.path.join(home, "preload-"))
+    folder = world_readable_dir(os.path.join(home, "preload-"))
     theirs = os.path.join(folder, "theirs")
     os.mkdir(theirs)
     library = os.path.join(theirs, "libutil.so.1")
@@ -822,25 +877,26 @@ def test_a_library_the_python_loads_from_outside_its_tree_that_the_sandbox_user_
     wrapper, log = _logging_wrapper(folder, python, f"LD_PRELOAD={library} ")
     command = [sys.executable, "-m", "autograder", "1.1", "--run-as", user.pw_name, "--python", wrapper]
     for extra in ([], ["--fresh-seed", "5"]):             # fresh cases: the solution's child runs it as root
-        proc = subprocess.run(command + extra, cwd=REPO, env=dict(os.environ, PYTHONPATH=""), capture_output=True,
+        proc = subprocess.run(command + extra, cwd=checkout, env=dict(os.environ, PYTHONPATH=""), capture_output=True,
                               text=True, timeout=300)
         assert proc.returncode == 2, proc.stdout + proc.stderr
         assert f"user {user.pw_name} could change {library}, which a Python of this run" in proc.stderr
     assert not os.path.exists(log), "the --python ran as root before it was refused"
     os.chown(library, 0, 0)
-    proc = subprocess.run(command, cwd=REPO, env=dict(os.environ, PYTHONPATH=""), capture_output=True, text=True,
+    proc = subprocess.run(command, cwd=checkout, env=dict(os.environ, PYTHONPATH=""), capture_output=True, text=True,
                           timeout=300)
     assert proc.returncode == 0 and "1.1" in proc.stdout, proc.stdout + proc.stderr
     with open(log) as f:
         assert "0" in f.read().split()                    # the log would have shown root: once it may run so
 
 
-def test_the_graders_own_python_the_sandbox_user_could_change_is_refused_before_student_code_runs(sandbox_user):
+def test_the_graders_own_python_the_sandbox_user_could_change_is_refused_before_student_code_runs(sandbox_user,
+                                                                                                  checkout):
     """The grader's own Python is checked while the grade starts (its zygote, its references), but the grade
     stops with the usage error before anything runs as the sandbox user: the student's code never starts."""
     make_user, python, home = sandbox_user
     user = make_user()
-    folder = _world_readable_dir(os.path.join(home, "own-"))
+    folder = world_readable_dir(os.path.join(home, "own-"))
     ran = os.path.join(folder, "ran.txt")                 # root's, so not cleared with what the user left
     with open(ran, "w"):
         os.chmod(ran, 0o666)
@@ -853,33 +909,33 @@ def test_the_graders_own_python_the_sandbox_user_could_change_is_refused_before_
         f.write("\n")
     os.chown(planted, user.pw_uid, user.pw_gid)
     try:
-        proc = subprocess.run(command, cwd=REPO, env=dict(os.environ, PYTHONPATH=""), capture_output=True,
+        proc = subprocess.run(command, cwd=checkout, env=dict(os.environ, PYTHONPATH=""), capture_output=True,
                               text=True, timeout=300)
     finally:
         os.remove(planted)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert f"user {user.pw_name} could change {planted}" in proc.stderr
     assert os.path.getsize(ran) == 0
-    proc = subprocess.run(command, cwd=REPO, env=dict(os.environ, PYTHONPATH=""), capture_output=True, text=True,
+    proc = subprocess.run(command, cwd=checkout, env=dict(os.environ, PYTHONPATH=""), capture_output=True, text=True,
                           timeout=300)
     assert proc.returncode == 0 and os.path.getsize(ran) > 0, proc.stdout + proc.stderr    # it runs once it may
 
 
-def test_a_grader_started_in_a_folder_the_sandbox_user_may_write_is_refused(sandbox_user):
+def test_a_grader_started_in_a_folder_the_sandbox_user_may_write_is_refused(sandbox_user, checkout):
     """``python -m`` puts the current folder first on the grader's sys.path: a module a submission added there
     (json.py, say) would run as root the next time the grader imported that name."""
     make_user, python, home = sandbox_user
     user = make_user()
-    folder = _world_readable_dir(os.path.join(home, "cwd-"))
+    folder = world_readable_dir(os.path.join(home, "cwd-"))
     os.chmod(folder, 0o1777)                              # like /tmp
     command = [sys.executable, "-m", "autograder", "1.1", "--run-as", user.pw_name, "--python", python,
-               "--submission", REPO]
-    proc = subprocess.run(command, cwd=folder, env=dict(os.environ, PYTHONPATH=REPO), capture_output=True,
+               "--submission", checkout]
+    proc = subprocess.run(command, cwd=folder, env=dict(os.environ, PYTHONPATH=checkout), capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert f"user {user.pw_name} could change {folder}, which the grader runs or may import as root" in proc.stderr
     os.chmod(folder, 0o755)
-    proc = subprocess.run(command, cwd=folder, env=dict(os.environ, PYTHONPATH=REPO), capture_output=True,
+    proc = subprocess.run(command, cwd=folder, env=dict(os.environ, PYTHONPATH=checkout), capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 0 and "1.1" in proc.stdout, proc.stdout + proc.stderr
 
@@ -892,7 +948,7 @@ def test_a_library_or_bytecode_folder_the_sandbox_user_owns_is_refused_before_an
     of the user's named there is refused before the grader imports anything more."""
     make_user, python, home = sandbox_user
     user = make_user()
-    folder = _world_readable_dir(os.path.join(home, "loaded-"))
+    folder = world_readable_dir(os.path.join(home, "loaded-"))
     os.chown(folder, user.pw_uid, user.pw_gid)
     proc = subprocess.run([sys.executable, "-m", "autograder", "1.1", "--run-as", user.pw_name, "--python", python,
                            "--submission", REPO], cwd=REPO, capture_output=True, text=True, timeout=300,
@@ -931,7 +987,7 @@ def test_a_module_planted_in_the_current_folder_never_runs_as_root(sandbox_user,
     once before the refusal."""
     make_user, python, home = sandbox_user
     user = make_user()
-    folder = _world_readable_dir(os.path.join(home, "planted-"))
+    folder = world_readable_dir(os.path.join(home, "planted-"))
     os.chmod(folder, 0o1777)                              # like /tmp
     for name in ("argparse", "json", "concurrent", "subprocess", "tempfile"):
         with open(os.path.join(folder, f"{name}.py"), "w") as f:
@@ -947,17 +1003,17 @@ def test_a_module_planted_in_the_current_folder_never_runs_as_root(sandbox_user,
         assert not [n for n in os.listdir(folder) if n.startswith("ran-")]     # grader code: python -E is the fix
 
 
-def test_a_solution_the_sandbox_user_could_change_is_refused(sandbox_user, tmp_path):
+def test_a_solution_the_sandbox_user_could_change_is_refused(sandbox_user, checkout, tmp_path):
     """The solution's child runs as root under --fresh-seed: a file of it the user may write is refused."""
     make_user, python, home = sandbox_user
     user = make_user()
     solution = make_submission(tmp_path / "solution")
     os.chown(os.path.join(solution, "mytorch", "functional.py"), user.pw_uid, user.pw_gid)
-    subs = os.path.join(_world_readable_dir(os.path.join(home, "solution-")), "subs")
+    subs = os.path.join(world_readable_dir(os.path.join(home, "solution-")), "subs")
     make_submission(os.path.join(subs, "alice"))
     for command in (["1.1", "--submission", os.path.join(subs, "alice")], ["batch", subs]):
         proc = subprocess.run([sys.executable, "-m", "autograder", *command, "--run-as", user.pw_name, "--python",
-                               python, "--fresh-seed", "3", "--solution", solution], cwd=REPO,
+                               python, "--fresh-seed", "3", "--solution", solution], cwd=checkout,
                               env=dict(os.environ, PYTHONPATH=""), capture_output=True, text=True, timeout=300)
         assert proc.returncode == 2, proc.stdout + proc.stderr
         assert f"user {user.pw_name} could change the solution, which runs as root" in proc.stderr
@@ -992,7 +1048,7 @@ def test_a_process_the_sandbox_user_left_running_is_gone_before_anything_runs_as
     first of them starts, in a grade (whose probe starts before the grader imports NumPy) and in batch."""
     make_user, python, home = sandbox_user
     user = make_user()
-    subs = os.path.join(_world_readable_dir(os.path.join(home, "left-")), "subs")
+    subs = os.path.join(world_readable_dir(os.path.join(home, "left-")), "subs")
     make_submission(os.path.join(subs, "alice"))
     read, write = os.pipe()
     watcher = subprocess.Popen([python, "-I", "-c", WATCHER], stdout=write, stderr=subprocess.DEVNULL, cwd="/",
@@ -1003,7 +1059,7 @@ def test_a_process_the_sandbox_user_left_running_is_gone_before_anything_runs_as
             assert said.readline() == "watching\n"
             command = (["--submission", os.path.join(subs, "alice"), "1.1", "2.1"] if mode == "grade"
                        else ["batch", subs])
-            grader = make_grader_copy(_world_readable_dir(os.path.join(home, "grader-")), TWO_SECTIONS)
+            grader = make_grader_copy(world_readable_dir(os.path.join(home, "grader-")), TWO_SECTIONS)
             proc = subprocess.run([sys.executable, "-m", "autograder", *command, "--run-as", user.pw_name, "--python",
                                    python], cwd=grader, env=dict(os.environ, PYTHONPATH=""), capture_output=True,
                                   text=True, timeout=300)
@@ -1086,7 +1142,7 @@ def test_a_submission_cannot_read_the_instructors_checkout(sandbox_user):
     mount namespace can be had, the grader refuses to start until they are made root's alone."""
     make_user, python, home = sandbox_user
     user = make_user()
-    root = _world_readable_dir(os.path.join(home, "checkout-"))
+    root = world_readable_dir(os.path.join(home, "checkout-"))
     course = _instructor_checkout(root)
     grader = os.path.join(course, "autograder")
     compileall.compile_dir(grader, quiet=1)
@@ -1142,7 +1198,7 @@ def test_a_submission_in_batch_cannot_read_the_others_or_their_feedback(sandbox_
     without that, a submission graded later could copy an earlier one's code, or read its feedback)."""
     make_user, python, home = sandbox_user
     user = make_user()
-    root = _world_readable_dir(os.path.join(home, "class-"))
+    root = world_readable_dir(os.path.join(home, "class-"))
     course = _instructor_checkout(root, TWO_SECTIONS)
     subs, report = os.path.join(root, "subs"), os.path.join(root, "report")
     make_submission(os.path.join(subs, "alice"))
@@ -1192,7 +1248,7 @@ def _keys_of(user):
     return json.loads(reaper.as_user(user, count) or b"null")
 
 
-def test_keys_a_submission_left_in_its_users_keyrings_are_gone(sandbox_user, tmp_path):
+def test_keys_a_submission_left_in_its_users_keyrings_are_gone(sandbox_user, checkout, tmp_path):
     """The kernel's keyrings of a uid outlive its processes: what one submission left there would reach the next
     one graded as the same user. The grader empties them with the user's processes."""
     if ADD_KEY is None:
@@ -1200,9 +1256,9 @@ def test_keys_a_submission_left_in_its_users_keyrings_are_gone(sandbox_user, tmp
     make_user, python, home = sandbox_user
     user = make_user()
     edits = kit.attack_edits(KEYS_LEFT.format(keyctl=KEYCTL, add_key=ADD_KEY), home, "", "")
-    sub = make_submission(os.path.join(_world_readable_dir(os.path.join(home, "keys-")), "sub"), edits)
+    sub = make_submission(os.path.join(world_readable_dir(os.path.join(home, "keys-")), "sub"), edits)
     proc = subprocess.run([sys.executable, "-m", "autograder", "2.1", "--run-as", user.pw_name, "--python", python,
-                           "--submission", sub], cwd=REPO, env=dict(os.environ, PYTHONPATH=""), capture_output=True,
+                           "--submission", sub], cwd=checkout, env=dict(os.environ, PYTHONPATH=""), capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 0 and "keys added: 3" in proc.stdout, proc.stdout + proc.stderr
     assert _keys_of(user) == [0, 0, 0]
@@ -1225,7 +1281,7 @@ IN_A_SESSION = (
 
 
 @pytest.mark.parametrize("zygote", ["1", "0"], ids=["zygote", "spawned"])
-def test_a_child_has_a_session_keyring_of_its_own(sandbox_user, zygote):
+def test_a_child_has_a_session_keyring_of_its_own(sandbox_user, checkout, zygote):
     """A grader started from a login or a service has a session keyring, which each process it starts would
     share: a key one part added there would reach every other part and submission (and the grader's keys
     them). Each child joins a new one: it sees only the key it added itself, in every part."""
@@ -1233,14 +1289,14 @@ def test_a_child_has_a_session_keyring_of_its_own(sandbox_user, zygote):
         pytest.skip(f"add_key's number on {os.uname().machine} is not known here")
     make_user, python, home = sandbox_user
     user = make_user()
-    folder = _world_readable_dir(os.path.join(home, "session-"))
+    folder = world_readable_dir(os.path.join(home, "session-"))
     edits = kit.attack_edits(SESSION_KEYS.format(keyctl=KEYCTL, add_key=ADD_KEY), home, "", "")
     sub = make_submission(os.path.join(folder, "sub"), edits)
     wrapper = os.path.join(folder, "in_a_session.py")
     with open(wrapper, "w") as f:
         f.write(IN_A_SESSION.format(keyctl=KEYCTL, add_key=ADD_KEY))
     proc = subprocess.run([sys.executable, wrapper, "-m", "autograder", "2.1", "--run-as", user.pw_name, "--python",
-                           python, "--submission", sub, "--jobs", "1"], cwd=REPO,
+                           python, "--submission", sub, "--jobs", "1"], cwd=checkout,
                           env=dict(os.environ, PYTHONPATH="", MYTORCH_GRADER_ZYGOTE=zygote), capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -1268,16 +1324,16 @@ def test_what_a_batch_killed_hard_left_is_removed_by_the_next_one(sandbox_user):
     it made, the student code still running as them, and its copies of the submissions stay. The next batch
     ends and deletes them before it makes a user of its own, and says so; its own are gone at its end."""
     _, python, home = sandbox_user
-    root = _world_readable_dir(os.path.join(home, "killed-"))
-    temp = _world_readable_dir(os.path.join(root, "tmp-"))
-    marks = _world_readable_dir(os.path.join(root, "marks-"))
+    root = world_readable_dir(os.path.join(home, "killed-"))
+    temp = world_readable_dir(os.path.join(root, "tmp-"))
+    marks = world_readable_dir(os.path.join(root, "marks-"))
     os.chmod(marks, 0o777)
     started = os.path.join(marks, "started")
     subs = os.path.join(root, "subs")
     make_submission(os.path.join(subs, "alice"),
                     at_top_of_forward(f"open({started!r}, 'w').close()\nimport time\ntime.sleep(300)"))
     prefix = "mtk" + secrets.token_hex(3)
-    grader = make_grader_copy(_world_readable_dir(os.path.join(root, "grader-")), TWO_SECTIONS)
+    grader = make_grader_copy(world_readable_dir(os.path.join(root, "grader-")), TWO_SECTIONS)
     command = [sys.executable, "-m", "autograder", "batch", subs, "--run-as", prefix + "*", "--python", python,
                "--jobs", "1", "--timeout", "250"]
     env = dict(os.environ, PYTHONPATH="", TMPDIR=temp)
@@ -1319,7 +1375,7 @@ def test_prairielearn_as_root_runs_student_code_as_its_user_who_can_read_no_solu
     from handout import build
     make_user, python, home = sandbox_user
     user = make_user()
-    root = _world_readable_dir(os.path.join(home, "prairielearn-"))     # /grade
+    root = world_readable_dir(os.path.join(home, "prairielearn-"))     # /grade
     question = build.build_prairielearn(os.path.join(tmp_path, "question"))
     shutil.copytree(os.path.join(question, "tests"), os.path.join(root, "tests"))
     solution_file = os.path.join(root, "tests", "solution", "mytorch", "nn", "rnn_cell.py")
@@ -1344,12 +1400,12 @@ def test_ctrl_c_leaves_no_sandbox_user_copy_or_process(sandbox_user):
     """A real SIGINT to a batch grading as users it makes: it says how far it got, and its users, their
     processes and the copies of the submissions are gone; the same command then finishes the class."""
     _, python, home = sandbox_user
-    root = _world_readable_dir(os.path.join(home, "interrupted-"))
+    root = world_readable_dir(os.path.join(home, "interrupted-"))
     subs = os.path.join(root, "subs")
     for k in range(6):
         make_submission(os.path.join(subs, f"student{k}"))
-    temp = _world_readable_dir(os.path.join(root, "tmp-"))
-    grader = make_grader_copy(_world_readable_dir(os.path.join(root, "grader-")), TWO_SECTIONS)
+    temp = world_readable_dir(os.path.join(root, "tmp-"))
+    grader = make_grader_copy(world_readable_dir(os.path.join(root, "grader-")), TWO_SECTIONS)
     prefix = "mti" + secrets.token_hex(3)
     command = [sys.executable, "-m", "autograder", "batch", subs, "--run-as", prefix + "*", "--python", python,
                "--jobs", "2"]

@@ -356,7 +356,7 @@ def test_a_plain_grade_starts_its_zygote_before_its_imports_and_uses_that_one(mo
                                   ["--run-as", "nobody"], ["--run-as=nobody", "1.1"], ["-h"]])
 def test_no_zygote_starts_early_where_it_must_wait_for_the_checks(argv, monkeypatch):
     """Another Python's zygote runs as root only once that Python is checked; under --run-as, once the user is
-    found unable to change the grader modules the zygote loads (``cli.resolve_python``)."""
+    found unable to change the grader modules the zygote loads (``preflight.resolve_python``)."""
     monkeypatch.setattr(zygotes, "Zygote", lambda *a, **k: pytest.fail(f"a zygote started early for {argv}"))
     assert zygotes.early(argv) is None
 
@@ -383,7 +383,7 @@ def test_a_zygote_started_early_is_never_used_for_a_sandbox_user(monkeypatch):
     they are done."""
     import pwd
 
-    from autograder import cli
+    from autograder import cli, preflight
     closed, used = [], []
 
     class Stub:
@@ -392,8 +392,8 @@ def test_a_zygote_started_early_is_never_used_for_a_sandbox_user(monkeypatch):
 
         def close(self):
             closed.append(self.name)
-    monkeypatch.setattr(cli, "resolve_user", lambda parser, name: pwd.getpwnam("nobody"))
-    monkeypatch.setattr(cli, "resolve_python", lambda *args, **kwargs: (sys.executable, None))
+    monkeypatch.setattr(preflight, "resolve_user", lambda parser, name: pwd.getpwnam("nobody"))
+    monkeypatch.setattr(preflight, "resolve_python", lambda *args, **kwargs: (sys.executable, None))
     monkeypatch.setattr(zygotes, "Zygote", lambda python: Stub("started for the user"))
     monkeypatch.setattr(cli, "_grade_checked", lambda *args, **kwargs: used.append(args[8].name) or 0)  # its worker
     assert cli.main_grade(["--run-as", "nobody", "1.1"], worker=Stub("early")) == 0
@@ -405,13 +405,13 @@ def test_under_run_as_the_graders_own_python_runs_no_zygote_before_its_checks_en
     (still under way when the options are resolved) have passed, and not at all when they refuse."""
     import pwd
 
-    from autograder import cli
+    from autograder import cli, preflight
     started = []
 
     def refused():
         raise SystemExit(2)
-    monkeypatch.setattr(cli, "resolve_user", lambda parser, name: pwd.getpwnam("nobody"))
-    monkeypatch.setattr(cli, "resolve_python", lambda *args, **kwargs: (None, refused))
+    monkeypatch.setattr(preflight, "resolve_user", lambda parser, name: pwd.getpwnam("nobody"))
+    monkeypatch.setattr(preflight, "resolve_python", lambda *args, **kwargs: (None, refused))
     monkeypatch.setattr(zygotes, "Zygote", lambda python: started.append(python))
     with pytest.raises(SystemExit):
         cli.main_grade(["--run-as", "nobody", "1.1"])
@@ -585,13 +585,13 @@ def test_the_cache_and_the_bytecode_folder_it_is_in_are_made_writable_by_the_gra
 
 def test_under_run_as_the_graders_bytecode_folder_is_made_before_what_children_see_is_decided(tmp_path, monkeypatch):
     """A folder only this run makes would not be hidden from its children, nor checked: it is made first."""
-    from autograder import cli
+    from autograder import preflight
     package = tmp_path / "grader" / "autograder"
     package.mkdir(parents=True)
-    monkeypatch.setattr(cli, "HERE", str(package))
+    monkeypatch.setattr(preflight, "HERE", str(package))
     previous = os.umask(0)
     try:
-        places = cli.instructor_places(None, [], sys.executable)
+        places = preflight.instructor_places(None, [], sys.executable)
     finally:
         os.umask(previous)
     assert (str(package / "__pycache__"), "the grader's instructor-only modules and bytecode") in places

@@ -43,7 +43,7 @@ import textwrap
 import threading
 import time
 
-from autograder import cli, grade
+from autograder import cli, grade, preflight
 from autograder.diagnosis import report
 from autograder.instructor import class_report, roster, similarity, submissions
 from autograder.parts import course as courses
@@ -132,9 +132,9 @@ def sandbox_users(parser, value, jobs, python, solution=None, hidden=()):
     """The identity pool of ``--run-as`` (None without it) and the checked Python; usage errors for a pool
     that cannot be used, a Python a sandbox user cannot run or could change, or grader files (or the
     solution) it could change. What a user could read of the instructor's files and of ``hidden``
-    (``(folder, what it is)``) is hidden from its children (``cli.hide_from_users``)."""
+    (``(folder, what it is)``) is hidden from its children (``preflight.hide_from_users``)."""
     if value is None:
-        return None, cli.resolve_python(parser, python)
+        return None, preflight.resolve_python(parser, python)
     if os.geteuid() != 0:
         parser.error("--run-as needs root")
     copies, users = sweep_staging(), identities.sweep()   # what batches killed hard left, before any new user
@@ -148,11 +148,12 @@ def sandbox_users(parser, value, jobs, python, solution=None, hidden=()):
         parser.error(f"--run-as: {error}")
     try:
         grader = os.path.dirname(os.path.abspath(grade.__file__))
-        python = cli.resolve_python(parser, python, users.users)        # one walk of the Pythons for them all
-        cli.refuse_writable(parser, users.users, [grader], "the grader's files")
-        cli.refuse_writable(parser, users.users, [os.path.join(solution, "mytorch")] if solution else [],
-                            "the solution, which runs as root")
-        cli.hide_from_users(parser, users.users, cli.instructor_places(solution, [], python) + list(hidden))
+        python = preflight.resolve_python(parser, python, users.users)  # one walk of the Pythons for them all
+        preflight.refuse_writable(parser, users.users, [grader], "the grader's files")
+        preflight.refuse_writable(parser, users.users, [os.path.join(solution, "mytorch")] if solution else [],
+                                  "the solution, which runs as root")
+        preflight.hide_from_users(parser, users.users,
+                                  preflight.instructor_places(solution, [], python) + list(hidden))
         for user in users.users:                          # what an earlier run left (the checks killed its processes)
             cleanup.clear_user(user)
     except BaseException:
@@ -511,7 +512,7 @@ def _batch(parser, args, interrupt):
     if not os.path.isdir(args.folder):
         parser.error(f"{args.folder} is not a folder")
     folder = os.path.abspath(args.folder)
-    if isolation.grader_inside(folder):
+    if preflight.grader_inside(folder):
         parser.error(f"this grader was imported from inside {folder}: run it from its own copy, outside the "
                      "submissions")
     the_course = cli.load_course(parser)
@@ -563,7 +564,8 @@ def _batch(parser, args, interrupt):
     if users is None:
         print(no_isolation_warning(), file=sys.stderr)
     else:
-        cli.refuse_writable(parser, users.users, [report_dir], "the report (give --out a folder only root may write)")
+        preflight.refuse_writable(parser, users.users, [report_dir],
+                                  "the report (give --out a folder only root may write)")
     if fresh_seed is None:
         print(stored_cases_note(), file=sys.stderr)
     at_once = jobs if users is None else min(jobs, len(users.users))    # never two submissions per user

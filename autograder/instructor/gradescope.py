@@ -12,9 +12,9 @@ import os
 import sys
 import traceback
 
+from autograder import preflight
 from autograder.instructor import upload
 from autograder.parts import course
-from autograder.sandbox import isolation
 
 
 def main(argv):
@@ -26,7 +26,7 @@ def main(argv):
     root = os.path.abspath(args.root)
     results = os.path.join(root, "results", "results.json")
     submission = os.path.join(root, "submission")
-    if isolation.grader_inside(submission):
+    if preflight.grader_inside(submission):
         parser.error(f"this grader was imported from inside {submission}: run Gradescope's run_autograder")
     the_course = None
     try:

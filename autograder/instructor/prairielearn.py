@@ -23,10 +23,11 @@ import sys
 import tempfile
 import traceback
 
+from autograder import preflight
 from autograder.diagnosis import report
 from autograder.instructor import upload
 from autograder.parts import course
-from autograder.sandbox import isolation, tree
+from autograder.sandbox import tree
 
 ROOT = "/grade"
 
@@ -61,7 +62,7 @@ def main(argv):
     args = parser.parse_args(argv)
     root = os.path.abspath(args.root)
     submission, results = os.path.join(root, "student"), os.path.join(root, "results", "results.json")
-    if isolation.grader_inside(submission):
+    if preflight.grader_inside(submission):
         parser.error(f"this grader was imported from inside {submission}: run the question's tests/run.sh")
     os.makedirs(os.path.dirname(results), exist_ok=True)  # PrairieLearn does not make it
     scratch = tempfile.mkdtemp(prefix="pl-results-")      # root's alone: Gradescope's format, read back here

@@ -18,7 +18,7 @@ import pwd
 import secrets
 import tempfile
 
-from autograder import cli
+from autograder import cli, preflight
 from autograder.diagnosis import report
 from autograder.grade import PartResult
 from autograder.instructor import submissions
@@ -54,9 +54,9 @@ def instructor_notes(solution, grade_args, python=None):
             pwd.getpwnam(student)
             grade_args += ["--run-as", student]
             # the grader reads the references before any student code runs; the student may not read them,
-            # nor any other folder of the grader's (cli.instructor_places), hidden or not where it runs
+            # nor any other folder of the grader's (preflight.instructor_places), hidden or not where it runs
             os.chmod(data.DATA_DIR, 0o700)
-            for place, _ in cli.instructor_places(None, [], python):
+            for place, _ in preflight.instructor_places(None, [], python):
                 os.chmod(place, 0o700)
         except KeyError:
             notes.append(f"no user {student!r} (setup.sh makes it): student code ran with the grader's privileges "

@@ -33,5 +33,5 @@ they import) imports no Linux-only module at import time: tests/test_layout.py c
     archive      unpacking a handed-in archive without trusting it
     isolation    private copies of a submission; what a sandbox user can read
     identities   a pool of sandbox users, one per submission graded at once
-    interpreter  refusing a Python (or its libraries) a sandbox user could change
+    interpreter  what a Python runs (its files, its libraries) that a sandbox user could change
 """

@@ -1,5 +1,6 @@
-"""The Pythons of a ``--run-as`` run (the one that runs student code, and the grader's own): refused if a
-sandbox user could change what they run.
+"""The Pythons of a ``--run-as`` run (the one that runs student code, and the grader's own): what they run, and
+what of it a sandbox user could change (``autograder.preflight`` refuses the run then, and decides when each
+of these looks runs).
 
 A Python runs far more than its executable: its standard library and every folder on its ``sys.path``, and at
 start-up every ``.pth`` file in its site folders (even under ``-I``). If a sandbox user could write any of
@@ -45,8 +46,6 @@ def as_user(user):
 # (the libraries NumPy and the interpreter load from outside the Python's own tree are checked too)
 NUMPY_PROBE = "import numpy, sys; sys.stdout.write(open('/proc/self/maps').read())"
 PROBE_BYTES = 1 << 20            # kept of each of its outputs
-_early = {}                      # (what, python, uid) -> the Future of a numpy_probe or exposed started early
-_cleared = set()                 # uids whose earlier processes this run has killed (clear_before_probes)
 
 
 def numpy_probe(python, user):
@@ -54,41 +53,6 @@ def numpy_probe(python, user):
     is its ``/proc/self/maps`` (``mapped_files``), or the exception ``reaper.run`` raised."""
     return reaper.run([python, "-I", "-c", NUMPY_PROBE], timeout=60, cwd="/", stdin=subprocess.DEVNULL,
                       capture_output=True, limit=PROBE_BYTES, preexec_fn=as_user(user))
-
-
-def clear_before_probes(users):
-    """Kill every process of each of ``users`` (pwd entries), once a run, before its probes start: they are the
-    first things a run starts as a user, and a process of that user from before (left by a run killed before
-    it could clear the user, or started as it by anyone) could trace a probe, which is dumpable once it has
-    exec'd, and forge what it reports, or lie in wait for the run's children."""
-    for user in users:
-        if user.pw_uid not in _cleared:
-            reaper.kill_user(user)
-            _cleared.add(user.pw_uid)
-
-
-def check_early(python, user):
-    """Start ``numpy_probe(python, user)`` and ``exposed([python], [user])`` in the background now
-    (``__main__``, before the grader imports NumPy, while a core is idle); ``numpy_probed`` and
-    ``exposed_checked`` take their results."""
-    clear_before_probes([user])
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=2)
-    _early[("probe", python, user.pw_uid)] = pool.submit(numpy_probe, python, user)
-    _early[("exposed", python, user.pw_uid)] = pool.submit(exposed, [python], [user])
-    pool.shutdown(wait=False)
-
-
-def numpy_probed(python, user):
-    """What ``numpy_probe(python, user)`` gives: the one ``check_early`` started, if any, else run now."""
-    future = _early.pop(("probe", python, user.pw_uid), None)
-    return future.result() if future is not None else numpy_probe(python, user)
-
-
-def exposed_checked(pythons, users):
-    """What ``exposed(pythons, users)`` gives: the one ``check_early`` started, if it is the same, else now."""
-    future = _early.pop(("exposed", pythons[0], users[0].pw_uid), None) if len(pythons) == len(users) == 1 \
-        else None
-    return future.result() if future is not None else exposed(pythons, users)
 
 
 def reported_paths(python, user):

@@ -7,7 +7,6 @@
   reaches the grading area.
 * ``writable_by`` finds what a sandbox user could change among the grader's files (its code, the reference
   data and manifest), or the interpreter's (see ``interpreter``), and the folders above them.
-* ``grader_inside`` says whether the grading code itself was imported from a submission.
 """
 import errno
 import os
@@ -210,13 +209,6 @@ def _found_by_find(folders, uids):
     if done.returncode != 0:
         return None
     return [os.fsdecode(path) for path in done.stdout.split(b"\0") if path]
-
-
-def grader_inside(folder):
-    """True if this grading code lives inside ``folder`` (it would be a submission's own grader)."""
-    here = os.path.realpath(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))     # the autograder package
-    folder = os.path.realpath(folder)
-    return here == folder or here.startswith(folder + os.sep)
 
 
 def readable_by_each(paths, users):

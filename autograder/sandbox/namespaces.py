@@ -1,7 +1,7 @@
 """Linux's namespaces for a part's child, each probed once: a PID namespace of its own (``unshare``), and an
 empty folder over each of the instructor's folders that a sandbox user could read (a mount namespace,
 ``ipc.hide``). Both need root; neither is ever required where the kernel or the image refuses it (Gradescope's
-images may lack ``unshare``), but hiding is, where it was asked for: ``cli.hide_from_users`` refuses to grade
+images may lack ``unshare``), but hiding is, where it was asked for: ``preflight.hide_from_users`` refuses to grade
 then.
 """
 import contextlib
@@ -17,7 +17,7 @@ _hidden = []                    # folders no child run as a sandbox user may see
 
 def hide(folders):
     """From now on, every child run as a sandbox user has an empty folder over each of ``folders`` (``ipc.hide``
-    in its own mount namespace): the instructor's files a sandbox user could read (``cli.hide_from_users``).
+    in its own mount namespace): the instructor's files a sandbox user could read (``preflight.hide_from_users``).
     A folder inside another (the report in the class folder) is hidden with it."""
     folders = set(_hidden) | set(folders)
     _hidden[:] = sorted(f for f in folders if not any(interpreter.within(f, g) for g in folders if g != f))
