@@ -33,6 +33,7 @@ WINDOWS = {
     "uname_sysname": "raised AttributeError: module 'os' has no attribute 'uname'",
     "platform_system": ["Windows", "AMD64"],
     "proc_visible": [False, False, False, False, False],
+    "shared_memory_folder": [False, True],                # /dev/shm is Linux's; /dev stays (see common.py)
     "proc_open": "raised FileNotFoundError: [Errno 2] No such file or directory: '/proc/self/status'",
     "proc_listdir": "raised FileNotFoundError: [Errno 2] No such file or directory: '/proc/self/fd'",
     "proc_os_open": "raised FileNotFoundError: [Errno 2] No such file or directory: '/proc/self/stat'",

@@ -34,9 +34,11 @@ LINUX_TOOLS = frozenset({"unshare", "setpriv", "nsenter", "useradd", "userdel", 
                          "runuser", "setfacl", "getfacl", "prlimit", "systemd-run", "chrt", "taskset", "ionice",
                          "cgexec", "capsh", "setcap", "getcap", "bwrap", "firejail", "newuidmap", "newgidmap"})
 # Folders only Linux has. /proc: the process file system (macOS has sysctl and libproc instead, Windows the
-# Win32 API); /sys: sysfs, where cgroups live. /dev is not hidden: macOS has /dev (and /dev/fd), and the
-# profiles cannot move os.devnull to Windows' "nul".
-HIDDEN_FOLDERS = ("/proc", "/sys")
+# Win32 API); /sys: sysfs, where cgroups live; /dev/shm and /dev/mqueue: POSIX shared memory and message queues
+# as files (macOS keeps them in the kernel, with no path). /dev itself is not hidden: macOS has /dev (and
+# /dev/fd), and the profiles cannot move os.devnull to Windows' "nul".
+HIDDEN_FOLDERS = ("/proc", "/sys", "/dev/shm", "/dev/mqueue")
+_HINTS = ("proc", "sys", "shm", "mqueue")     # a path holding none of these is in none of them
 
 
 def keep_real():
@@ -153,7 +155,7 @@ def hidden(path):
     text = _text(path)
     if text is None:
         return False
-    if "proc" not in text and "sys" not in text and posixpath.basename(text) not in LINUX_TOOLS:
+    if not any(hint in text for hint in _HINTS) and posixpath.basename(text) not in LINUX_TOOLS:
         return False                                   # the common case, without asking for the current folder
     if not text.startswith("/"):
         text = posixpath.join(REAL.os.getcwd(), text)

@@ -424,7 +424,10 @@ class Handle(int):
     def Close(self):
         if not self.closed:
             self.closed = True
-            kernel32.CloseHandle(int(self))
+            try:
+                kernel32.CloseHandle(int(self))
+            except Exception:                             # at interpreter shutdown, with modules torn down
+                pass
 
     def Detach(self):
         if not self.closed:
