@@ -54,6 +54,8 @@ WINDOWS = {
     "cdll_linux_name": "raised FileNotFoundError: Could not find module 'libc.so.6' (or one of its dependencies). "
                        "Try using the full path with constructor syntax.",
     "find_library_c": None,
+    "libproc_children": "raised TypeError: argument of type 'NoneType' is not iterable",
+    "suspended_until_resumed": [False, 0, "ran"],
     "windows_ctypes": ["FormatError", "WinDLL", "WinError", "get_last_error", "windll"],
     "rlimit_as": MISSING_MODULE.format("resource"),
     "resource_names": MISSING_MODULE.format("resource"),
@@ -98,6 +100,8 @@ MACOS = dict(WINDOWS, **{
     "cdll_linux_name": "raised OSError: dlopen(libc.so.6, 0x0006): tried: 'libc.so.6' (no such file), "
                        "'/usr/lib/libc.so.6' (no such file, not in dyld cache), 'libc.so.6' (no such file)",
     "find_library_c": "/usr/lib/libc.dylib",
+    "libproc_children": True,
+    "suspended_until_resumed": "raised AttributeError: module 'subprocess' has no attribute 'CREATE_NEW_PROCESS_GROUP'",
     "windows_ctypes": [],
     "rlimit_as": "raised ValueError: current limit exceeds maximum limit",
     "resource_names": ["RLIMIT_CPU", "RLIMIT_NOFILE", "RLIMIT_NPROC"],
@@ -122,6 +126,7 @@ SAME_AS_LINUX = {
               "preexec_fn", "pass_fds", "run_as_user", "new_process_group_flag", "select_pipe", "select_nothing",
               "select_socket", "cdll_none", "windows_ctypes", "signal_sigusr1", "terminate_returncode",
               "kill_returncode", "kill_nobody", "dir_fd", "open_folder", "listdir_fd", "numpy_computes",
+              "suspended_until_resumed",
               "files_and_temporary_folders", "faulthandler_later"},
     "windows": {"os_name_and_sep", "select_socket", "numpy_computes", "files_and_temporary_folders"},
 }

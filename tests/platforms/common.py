@@ -61,6 +61,7 @@ def keep_real():
     REAL.SIGKILL, REAL.SIGINT, REAL.SIGTERM = signal.SIGKILL, signal.SIGINT, signal.SIGTERM
     REAL.SIGSEGV, REAL.SIGXCPU, REAL.SIGABRT = signal.SIGSEGV, signal.SIGXCPU, signal.SIGABRT
     REAL.SIGFPE, REAL.SIGILL = signal.SIGFPE, signal.SIGILL
+    REAL.SIGSTOP, REAL.SIGCONT = signal.SIGSTOP, signal.SIGCONT
     REAL.socket_init = socket.socket.__init__
     REAL.socketpair = socket.socketpair
     REAL.AF_UNIX = socket.AF_UNIX
@@ -134,6 +135,37 @@ def rebuild_signals(signal, extra=None):
     signal.Signals = signals
     for name, member in signals.__members__.items():
         setattr(signal, name, member)
+
+
+def processes():
+    """``[(pid, parent pid, process group)]`` of every live process, from the real /proc (for stand-ins of the
+    system calls that list processes there)."""
+    found = []
+    for name in REAL.os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with REAL.open(f"/proc/{name}/stat", "rb") as f:
+                    fields = f.read().rsplit(b")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if fields[0] not in (b"Z", b"X"):
+                found.append((int(name), int(fields[1]), int(fields[2])))
+    return found
+
+
+def address(buffer):
+    """The address a ctypes buffer argument stands for (an array, a structure, byref, a pointer, c_void_p, an
+    int), or None for NULL."""
+    import ctypes
+    if buffer is None:
+        return None
+    if isinstance(buffer, int):
+        return buffer or None
+    if hasattr(buffer, "_obj"):                          # byref(x)
+        return ctypes.addressof(buffer._obj)
+    if isinstance(buffer, (ctypes._Pointer, ctypes.c_void_p, ctypes.c_char_p)):
+        return ctypes.cast(buffer, ctypes.c_void_p).value
+    return ctypes.addressof(buffer)
 
 
 # ---------------------------------------------------------------- Linux-only folders, invisible

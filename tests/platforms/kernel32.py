@@ -471,7 +471,34 @@ def SetLastError(code):
 
 KERNEL32 = {name: value for name, value in dict(globals()).items()
             if name[0].isupper() and callable(value) and not name.startswith("_") and name not in ("KERNEL32",)}
-LIBRARIES = {"kernel32": KERNEL32}
+
+
+# ntdll: suspending and resuming a whole process (what code resumes a CREATE_SUSPENDED process with, since
+# Popen closes the thread handle ResumeThread would take); NTSTATUS 0 is success
+STATUS_INVALID_HANDLE = 0xC0000008
+
+
+def _signal_process(handle, signum):
+    pid = _pid_of(handle)
+    if pid is None:
+        return STATUS_INVALID_HANDLE
+    try:
+        common.REAL.os.kill(pid, signum)
+    except OSError:
+        return STATUS_INVALID_HANDLE
+    return 0
+
+
+def NtSuspendProcess(handle):
+    return _signal_process(handle, common.REAL.SIGSTOP)
+
+
+def NtResumeProcess(handle):
+    return _signal_process(handle, common.REAL.SIGCONT)
+
+
+LIBRARIES = {"kernel32": KERNEL32, "ntdll": {"NtSuspendProcess": NtSuspendProcess,
+                                             "NtResumeProcess": NtResumeProcess}}
 
 
 class Function:

@@ -63,6 +63,9 @@ LIBC_LINUX_ONLY = frozenset({
 # syscall(2) takes Darwin's system call numbers (Linux's 157, prctl, is Darwin's statfs... ), and mount(2) is
 # BSD's mount(type, dir, flags, data), not Linux's mount(source, target, fstype, flags, data).
 LIBC_OTHER_MEANING = frozenset({"syscall", "mount"})
+# libproc (libSystem's process listing, what a Mac has in place of /proc): stand-ins with its signatures, the
+# counts they return and errno set as there; read from the real /proc
+LIBPROC = ("proc_listallpids", "proc_listchildpids", "proc_listpgrppids", "proc_pidpath")
 # the names a Mac's libSystem answers to (ctypes.util.find_library gives /usr/lib/lib<name>.dylib for these)
 LIBSYSTEM = frozenset({"c", "m", "dl", "pthread", "System"})
 
@@ -208,13 +211,15 @@ def _ctypes():
     one of LIBC_OTHER_MEANING can be looked up but not called. CDLL of a Linux library name ("libc.so.6")
     fails with OSError as dlopen does there; the Mac names of libSystem (libc.dylib, /usr/lib/libSystem.B.dylib)
     load this process's C library. ctypes.util.find_library("c") is "/usr/lib/libc.dylib" (Big Sur and later
-    answer from the dyld cache); a library that is not libSystem's is not found (None)."""
+    answer from the dyld cache); a library that is not libSystem's is not found (None). libproc's listing
+functions (LIBPROC) are stand-ins, since glibc has none of them."""
     import ctypes
     import ctypes.util
     real_cdll = ctypes.CDLL
 
     class CDLL(real_cdll):
         def __init__(self, name, *args, **kwargs):
+            self._use_errno = kwargs.get("use_errno", args[2] if len(args) > 2 else False)
             base = os.path.basename(name) if isinstance(name, str) else None
             self._libsystem = name is None or _libsystem_name(base)
             if base is not None and "/" not in name and (".so." in base or base.endswith(".so")):
@@ -230,6 +235,8 @@ def _ctypes():
                     raise AttributeError(f"dlsym(RTLD_DEFAULT, {name}): symbol not found")
                 if name in LIBC_OTHER_MEANING:
                     return _OtherMeaning(name)
+                if name in LIBPROC:
+                    return _Libproc(name, self.__dict__.get("_use_errno", False))
             return super().__getitem__(name)
     CDLL.__name__ = CDLL.__qualname__ = "CDLL"
     CDLL.__module__ = "ctypes"
@@ -258,6 +265,45 @@ class _OtherMeaning:
     def __call__(self, *args):
         raise OSError(errno.ENOSYS, f"simulated macOS: {self.__name__}() exists there with another meaning "
                                     "(Darwin's own system call numbers, BSD's arguments): never call it there")
+
+
+class _Libproc:
+    """A libproc function: ``proc_listallpids(buffer, size)``, ``proc_listchildpids(ppid, buffer, size)`` and
+    ``proc_listpgrppids(pgrp, buffer, size)`` fill ``buffer`` with pids (C ints) and return how many (with a
+    NULL buffer, how many there are); ``proc_pidpath(pid, buffer, size)`` writes the executable's path and
+    returns its length, 0 with errno ESRCH for no such process. ``argtypes``/``restype`` may be set."""
+
+    def __init__(self, name, use_errno):
+        self.__name__, self.use_errno, self.argtypes, self.restype, self.errcheck = name, use_errno, None, None, None
+
+    def __call__(self, *args):
+        import ctypes
+        args = [a.value if isinstance(a, ctypes._SimpleCData) and not isinstance(a, ctypes.c_void_p) else a
+                for a in args]
+        if self.__name__ == "proc_pidpath":
+            pid, buffer, size = args
+            try:
+                path = os.fsencode(common.REAL.os.readlink(f"/proc/{int(pid)}/exe"))
+            except OSError:
+                if self.use_errno:
+                    ctypes.set_errno(errno.ESRCH)
+                return 0
+            data = path[:max(0, int(size) - 1)] + b"\0"
+            ctypes.memmove(common.address(buffer), data, len(data))
+            return len(data) - 1
+        if self.__name__ == "proc_listallpids":
+            (buffer, size), pids = args, [p for p, _, _ in common.processes()]
+        else:
+            key, buffer, size = args
+            column = 1 if self.__name__ == "proc_listchildpids" else 2
+            pids = [row[0] for row in common.processes() if row[column] == int(key)]
+        at = common.address(buffer)
+        if at is None:
+            return len(pids)
+        pids = pids[:int(size) // ctypes.sizeof(ctypes.c_int)]
+        data = (ctypes.c_int * len(pids))(*pids)
+        ctypes.memmove(at, data, ctypes.sizeof(data))
+        return len(pids)
 
 
 def _shutil():

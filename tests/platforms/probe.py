@@ -224,6 +224,34 @@ def cdll_linux_name():
 
 
 @observe
+def libproc_children():
+    import ctypes
+    import subprocess
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        pids = (ctypes.c_int * 4096)()
+        count = libc.proc_listchildpids(os.getpid(), pids, ctypes.sizeof(pids))
+        return child.pid in list(pids[:count])
+    finally:
+        child.kill()
+        child.wait()
+
+
+@observe
+def suspended_until_resumed():
+    import ctypes
+    import subprocess
+    import time
+    child = subprocess.Popen([sys.executable, "-c", "print('ran')"], stdout=subprocess.PIPE, text=True,
+                             creationflags=subprocess.CREATE_NEW_PROCESS_GROUP | subprocess.CREATE_SUSPENDED)
+    time.sleep(1.0)
+    ended_before = child.poll() is not None
+    status = ctypes.WinDLL("ntdll").NtResumeProcess(int(child._handle))
+    return [ended_before, status, child.communicate(timeout=60)[0].strip()]
+
+
+@observe
 def find_library_c():
     import ctypes.util
     return ctypes.util.find_library("c")

@@ -324,7 +324,8 @@ def _subprocess():
     "pass_fds not supported on Windows."; user, group, extra_groups: ValueError "The 'user' parameter is not
     supported on the current platform", as there, where os has no setreuid; start_new_session,
     process_group, umask, restore_signals, pipesize: ignored; startupinfo and creationflags accepted;
-    CREATE_NEW_PROCESS_GROUP: a new process group, IN_GROUP), its ``_handle`` a process handle of the
+    CREATE_NEW_PROCESS_GROUP: a new process group, IN_GROUP; CREATE_SUSPENDED: stopped (SIGSTOP) once started,
+    until ntdll's NtResumeProcess), its ``_handle`` a process handle of the
     kernel32 stand-in, send_signal/terminate/kill as Windows' (TerminateProcess with exit code 1), and its
     returncode never negative (a process a stand-in ended: the code it was ended with; one a signal ended:
     SIGNAL_EXIT_CODES, else 1). Its inner workings are the POSIX ones, with the whole os module."""
@@ -368,6 +369,8 @@ def _subprocess():
             del given["self"]
             super().__init__(**given)
             self._handle = Handle(kernel32.process_handle(self.pid))
+            if flags & CREATE_SUSPENDED:                  # stopped until ntdll.NtResumeProcess (it may have run the
+                real_os.kill(self.pid, common.REAL.SIGSTOP)   # first milliseconds of its start)
 
         def _reap(self, pid, flags):
             """waitpid, keeping the times of the ended child first (its /proc entry, as a zombie: wait4 would
