@@ -1,6 +1,6 @@
 """What the macOS and Windows profiles share: the real functions kept before anything is changed, the standard
 library modules imported before ``sys.platform`` changes, modules that cannot be imported, names removed, and
-the Linux-only folders (/proc, /sys) made invisible.
+the Linux-only folders (/proc, /sys, /dev/shm) made invisible.
 
 Nothing here runs at import; a profile's ``apply()`` calls these in order (see ``macos.py``, ``windows.py``).
 It must run on Python 3.9 as on 3.11: no ``match``, no ``X | Y`` types.

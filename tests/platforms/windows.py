@@ -185,8 +185,8 @@ def _os():
     os.open, os.rename = _open(os.open), _rename(os.rename)
     os.kill, os.times = _kill, _times(real.times)
     os.supports_dir_fd = set()                            # os.py's sets as Windows' build fills them
-    os.supports_fd = {os.stat, os.truncate}
-    os.supports_follow_symlinks = {os.stat}
+    os.supports_fd = {os.stat, os.truncate} | ({os.chmod} if sys.version_info >= (3, 13) else set())
+    os.supports_follow_symlinks = {os.stat} | ({os.chmod} if sys.version_info >= (3, 13) else set())
     os.supports_effective_ids = set()
 
 
@@ -195,14 +195,15 @@ def _windows_call(real, name):
     unavailable on this platform"); follow_symlinks=False too, except for stat ("NAME: follow_symlinks
     unavailable on this platform"); effective_ids=True ("access: effective_ids unavailable..."); an fd in
     place of a path is a TypeError except for stat and truncate (fstat, ftruncate)."""
-    takes_fd = name in ("stat", "truncate")
+    takes_fd = name in ("stat", "truncate") or (name == "chmod" and sys.version_info >= (3, 13))
     none_ok = name in ("listdir", "scandir")
+    links = name == "stat" or (name == "chmod" and sys.version_info >= (3, 13))    # 3.13: lchmod on Windows
 
     def wrapper(*args, **kwargs):
         for key in ("dir_fd", "src_dir_fd", "dst_dir_fd"):
             if kwargs.get(key) is not None:
                 raise NotImplementedError("dir_fd unavailable on this platform")
-        if kwargs.get("follow_symlinks", True) is False and name != "stat":
+        if kwargs.get("follow_symlinks", True) is False and not links:
             raise NotImplementedError(f"{name}: follow_symlinks unavailable on this platform")
         if kwargs.get("effective_ids"):
             raise NotImplementedError(f"{name}: effective_ids unavailable on this platform")
