@@ -212,3 +212,11 @@ def pytest_collection_finish(session):
     the garbage collector's view, so that each full collection during the run does not walk it again."""
     gc.collect()
     gc.freeze()
+
+
+@pytest.fixture(scope="session", params=["macos", "windows"])
+def platform_python(request, tmp_path_factory):
+    """The python of a venv that simulates macOS or Windows in every process it runs (tests/platforms), made
+    once per test process; ``request.param`` names the profile."""
+    from tests.platforms import profile_python
+    return profile_python(request.param, tmp_path_factory)

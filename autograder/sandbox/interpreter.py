@@ -160,7 +160,7 @@ def _writable(tops, users):
         return [[f"{tops} (could not be checked: {error})"] for _ in users]
 
 
-def own_places(path=None, modules=None, maps="/proc/self/maps"):
+def own_places(path=None, modules=None, maps=None):
     """``(deep, shallow)``: what this process (the grader, as root) runs or may still import from its own
     Python. Deep, walked whole: the standard library (imported lazily), the grader's own package, and the
     top-level package of every module imported so far (each folder of it; a module that is no package, its
@@ -183,7 +183,7 @@ def own_places(path=None, modules=None, maps="/proc/self/maps"):
                         and os.path.isdir(os.path.join(stdlib, name)))
     for name in modules:
         deep.update(_module_places(modules.get(name.partition(".")[0], modules[name])))
-    return sorted(deep | set(_mapped_code(maps))), sorted(shallow)
+    return sorted(deep | set(_mapped_code(maps or "/proc/self/maps"))), sorted(shallow)
 
 
 def _module_places(module):

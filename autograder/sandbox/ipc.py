@@ -101,8 +101,9 @@ def own_proc():
 
 # keyctl(2): the kernel's key store. A process shares the session keyring of whatever started it, and a uid has
 # keyrings that outlive every process of it (``reaper.kill_user`` empties those)
-KEYCTL = {"x86_64": 250, "aarch64": 219, "riscv64": 219, "ppc64le": 271, "s390x": 280}.get(
-    os.uname().machine if _libc is not None else None)   # Linux's numbers: on Darwin 250 is another call
+KEYCTL = None                   # Linux's numbers alone: on Darwin 250 is another call
+if sys.platform.startswith("linux"):
+    KEYCTL = {"x86_64": 250, "aarch64": 219, "riscv64": 219, "ppc64le": 271, "s390x": 280}.get(os.uname().machine)
 KEYCTL_JOIN_SESSION_KEYRING, KEYCTL_CLEAR, KEYCTL_GET_PERSISTENT = 1, 7, 22
 KEY_SPEC_SESSION_KEYRING, KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING = -3, -4, -5
 

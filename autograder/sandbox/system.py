@@ -20,7 +20,9 @@ import os
 import sys
 
 NAME = {"linux": "linux", "darwin": "macos", "win32": "windows"}.get(sys.platform, sys.platform)
-LINUX = NAME == "linux" and os.path.isdir("/proc/self/fd")
+LINUX = False
+if sys.platform.startswith("linux"):
+    LINUX = os.path.isdir("/proc/self/fd")              # the Linux sandbox reads /proc throughout
 WINDOWS = NAME == "windows"
 O_BINARY = getattr(os, "O_BINARY", 0)
 READ_ONLY = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | O_BINARY
