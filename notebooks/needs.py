@@ -6,15 +6,67 @@
 Each part is tried on a tiny input; a part whose code still raises ``NotImplementedError`` (a TODO not written
 yet) is missing. Nothing here grades anything: a part that runs may still be wrong, and
 ``python -m autograder`` is the judge. This file imports only numpy and your ``mytorch``, never the grader.
-"""
-import numpy as np
 
-X = np.linspace(-1.0, 1.0, 6).reshape(2, 3)       # N = 2, I = 3
+A notebook's first cell finds this file where the notebook runs, in a folder above or one folder down, and
+imports it. Imported so, it puts the ``mytorch`` beside ``notebooks/`` first on ``sys.path`` (the notebook
+runs the code it came with, installed or not), and if the notebook's Python still cannot import ``mytorch``,
+numpy or matplotlib, it stops with what to do instead of a traceback.
+"""
+import importlib.util
+import os
+import sys
+
+COURSE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))      # the folder that holds notebooks/
+
+
+class NotReady(Exception):
+    """This notebook's Python cannot import what the course needs; the message says what to do. Jupyter
+    (IPython) shows the message alone, not a traceback."""
+
+    def _render_traceback_(self):
+        return str(self).split("\n")
+
+
+def ready():
+    """The course's ``mytorch`` first on ``sys.path``, and a plain stop if mytorch, numpy or matplotlib is
+    still missing."""
+    beside = os.path.isfile(os.path.join(COURSE, "mytorch", "__init__.py"))
+    if beside and sys.path[:1] != [COURSE]:
+        sys.path.insert(0, COURSE)
+    absent = [name for name in ("mytorch", "numpy", "matplotlib") if importlib.util.find_spec(name) is None]
+    if not absent:
+        return
+    folder = COURSE if beside else "FOLDER"
+    lines = [f"This notebook's Python cannot import {' or '.join(absent)}.",
+             "Install the course into it by running this in a cell:", f'    %pip install -e "{folder}"']
+    if not beside:
+        lines.append("(FOLDER: the course's folder, the one that holds mytorch/ and setup.py)")
+    lines += ["then restart the kernel (Colab: Runtime > Restart session) and run the notebook again:",
+              "a running kernel sees an editable install only after it restarts."]
+    if not beside:
+        lines += ["Or put this notebooks/ folder back in the course's folder, beside its mytorch/, and open",
+                  "the notebook from there: mytorch then needs no install."]
+    lines.append(f"This notebook's Python: {sys.executable}")
+    raise NotReady("\n".join(lines))
+
+
+if __name__ == "needs":             # a notebook's `from needs import needs` (the handout's builder loads this file
+    ready()                         # under another name, only for part_ranges)
+
+
+# NumPy is imported only when a part is tried, never by `from needs import needs`: notebook 10 sets its BLAS
+# threads after that import, and NumPy reads them when it loads.
+def _x():
+    import numpy as np
+    return np.linspace(-1.0, 1.0, 6).reshape(2, 3)       # N = 2, I = 3
 
 
 def _cell(name, backward, **kwargs):
     def probe():
+        import numpy as np
+
         import mytorch.nn as nn
+        X = _x()
         cell = getattr(nn, name)(3, 4, rng=0, **kwargs)
         state = cell.forward(X)
         if backward:
@@ -24,7 +76,10 @@ def _cell(name, backward, **kwargs):
 
 def _layer(name, **kwargs):
     def probe():
+        import numpy as np
+
         import mytorch.nn as nn
+        X = _x()
         layer = getattr(nn, name)(3, 4, num_layers=2, rng=0, **kwargs)
         layer.fast_path = False
         Y, _ = layer.forward(np.stack([X, X, X]), **({"lengths": np.array([3, 1])} if kwargs else {}))
@@ -34,6 +89,8 @@ def _layer(name, **kwargs):
 
 def _ctc(step):
     def probe():
+        import numpy as np
+
         from mytorch.nn import ctc, ctc_decode
         from mytorch.nn.ctc_course import CTC, CTCLoss
         y = np.full((4, 3), 1.0 / 3.0)
@@ -68,7 +125,10 @@ def _ctc(step):
 
 def _fast(name):
     def probe():
+        import numpy as np
+
         import mytorch.nn as nn
+        X = _x()
         cell = getattr(nn, name)(3, 4, rng=0)
         Y, state = cell.sequence_forward(np.stack([X, X]), None)
         cell.sequence_backward(np.ones_like(Y), None)

@@ -491,7 +491,7 @@ def test_the_student_layer_falls_back_to_the_loop_without_a_fast_path(built, tmp
 
 
 def test_each_notebook_names_the_parts_it_needs(built, tmp_path):
-    """In the handout every part is a TODO, so each notebook's first code cell stops, naming its parts and the
+    """In the handout every part is a TODO, so each notebook stops at its needs(...) call, naming its parts and the
     grader's command; with the solution nothing is missing."""
     probe = ("import json, sys\nsys.path.insert(0, 'notebooks')\nimport needs\n"
              "print(json.dumps(needs.missing(*needs.PROBES, *needs.OPTIONAL)))\n"

@@ -1,7 +1,9 @@
 """What a student's notebook shows before the course releases anything: no graded equation, and a plain stop
-while the parts it runs are still TODOs."""
+while the parts it runs are still TODOs; and how a notebook finds its course from wherever it was opened."""
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 
@@ -81,3 +83,92 @@ def test_the_site_shows_no_needs_output_of_the_instructors_run(tmp_path):
     nbformat.write(built, str(path))
     shown = site.shown_notebook(str(path), ran, str(tmp_path / "shown.ipynb"))
     assert shown["cells"][0]["outputs"] == [] and shown["cells"][1]["outputs"][0]["text"] == "1\n"
+
+
+def _first_cell(name):
+    with open(os.path.join(REPO, "notebooks", name), encoding="utf-8") as f:
+        return "".join(next(c for c in json.load(f)["cells"] if c["cell_type"] == "code")["source"])
+
+
+def _run_first_cell(cwd, block=()):
+    """The notebooks' first cell run as Jupyter runs it (IPython), in ``cwd``, with the modules ``block`` made
+    impossible to import; then where `needs` and `mytorch` came from, and whether NumPy was loaded."""
+    code = ("import json, sys\n"
+            f"for name in {list(block)!r}:\n    sys.modules[name] = None\n"
+            "from IPython.core.interactiveshell import InteractiveShell\n"
+            "shell = InteractiveShell.instance()\n"
+            f"result = shell.run_cell({_first_cell(NOTEBOOKS[0])!r})\n"
+            "print('numpy loaded' if 'numpy' in sys.modules else 'numpy not loaded')\n"
+            "if result.success:\n"
+            "    import mytorch\n"
+            "    found = shell.user_ns['needs']\n"
+            "    print(json.dumps([found.__module__, sys.modules['needs'].__file__, mytorch.__file__]))\n"
+            "print('stopped' if not result.success else 'ran')\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, PYTHONPATH=""))
+    return proc.stdout + proc.stderr
+
+
+def _course(root):
+    """A course folder as a student unpacks it: mytorch/ and setup.py beside notebooks/."""
+    course = root / "course"
+    shutil.copytree(os.path.join(REPO, "mytorch"), course / "mytorch", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(os.path.join(REPO, "notebooks"), course / "notebooks",
+                    ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
+    shutil.copy(os.path.join(REPO, "handout", "student", "setup.py"), course / "setup.py")
+    return course
+
+
+def test_every_notebook_starts_with_the_same_cell():
+    """One first cell for all: it finds needs.py, and a notebook opened alone runs it as is."""
+    first = {name: _first_cell(name) for name in NOTEBOOKS}
+    assert len(set(first.values())) == 1, first
+    assert "from needs import needs" in first[NOTEBOOKS[0]]
+
+
+@pytest.mark.parametrize("where", ["one folder down", "the course", "the notebooks", "two folders in"])
+def test_the_first_cell_finds_needs_and_the_mytorch_beside_it_from_elsewhere(tmp_path, where):
+    """Colab starts in /content, with the course unpacked one folder down; Jupyter starts where the notebook is;
+    a student may start anywhere in the course. From each, the first cell finds the course's needs.py and puts
+    its mytorch first (ahead of any mytorch installed), and loads no NumPy yet (notebook 10 sets its threads
+    after it)."""
+    course = _course(tmp_path)
+    cwd = {"one folder down": tmp_path, "the course": course, "the notebooks": course / "notebooks",
+           "two folders in": course / "mytorch" / "nn"}[where]
+    text = _run_first_cell(str(cwd))
+    assert text.rstrip().endswith("ran"), text
+    module, needs_file, mytorch_file = json.loads(text.splitlines()[-2])
+    assert module == "needs"
+    assert os.path.samefile(needs_file, course / "notebooks" / "needs.py")
+    assert os.path.samefile(mytorch_file, course / "mytorch" / "__init__.py")
+    assert "numpy not loaded" in text
+
+
+def test_without_mytorch_the_first_cell_says_plainly_what_to_do(tmp_path):
+    """A notebooks folder opened alone, in a Python without mytorch: what to install and that the kernel must
+    restart, not a ModuleNotFoundError's traceback; inside the course, with a dependency missing, the command
+    names the course's folder."""
+    alone = tmp_path / "alone"
+    shutil.copytree(os.path.join(REPO, "notebooks"), alone / "notebooks")
+    text = _run_first_cell(str(alone / "notebooks"), block=["mytorch"])
+    assert text.rstrip().endswith("stopped"), text
+    assert "This notebook's Python cannot import mytorch." in text
+    assert '%pip install -e "FOLDER"' in text and "Runtime > Restart session" in text
+    assert "put this notebooks/ folder back in the course's folder" in text
+    assert "Traceback" not in text and "ModuleNotFoundError" not in text and "NotReady" not in text, text
+
+    course = _course(tmp_path / "unpacked")
+    text = _run_first_cell(str(tmp_path / "unpacked"), block=["matplotlib"])
+    assert text.rstrip().endswith("stopped"), text
+    assert "This notebook's Python cannot import matplotlib." in text
+    assert os.path.samefile(re.search(r'%pip install -e "(.+)"', text).group(1), course)
+    assert "put this notebooks/ folder back" not in text
+    assert "Traceback" not in text and "ModuleNotFoundError" not in text, text
+
+
+def test_with_no_course_in_sight_the_first_cell_says_where_it_looked(tmp_path):
+    """A notebook uploaded alone (as to Colab) with no course near it: where it looked, and what to do."""
+    text = _run_first_cell(str(tmp_path))
+    assert text.rstrip().endswith("stopped"), text
+    assert "No notebooks/needs.py in " in text and ", above it or one folder down: put the course's folder" in text
+    assert "Traceback" not in text and "NotFound" not in text, text
