@@ -34,7 +34,8 @@ def main(argv=None):
     if argv and argv[0] in LINUX_ONLY:
         from autograder.sandbox import system
         if not system.LINUX:                          # their promises rest on the Linux sandbox alone
-            print(f"python -m autograder {argv[0]}: {system.linux_only(f'python -m autograder {argv[0]}')}",
+            import textwrap
+            print(textwrap.fill(f"python -m autograder {argv[0]}: error: {system.linux_only(argv[0])}", 80),
                   file=sys.stderr)
             return 2
     if argv and argv[0] == "batch":

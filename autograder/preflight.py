@@ -270,7 +270,7 @@ def resolve_user(parser, name):
         return None
     from autograder.sandbox import system
     if not system.LINUX:
-        parser.error(system.linux_only("--run-as"))
+        usage_error(parser, system.linux_only("--run-as"))
     import pwd
     try:
         user = pwd.getpwnam(name)

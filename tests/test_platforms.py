@@ -158,3 +158,17 @@ def test_handin_packs_the_package(python, tmp_path):
     with tarfile.open(tmp_path / "handin.tar") as tar:
         names = tar.getnames()
     assert "mytorch/__init__.py" in names and "mytorch/nn/gru_cell.py" in names, names
+
+
+@pytest.mark.parametrize("args", [["batch", "."], ["gradescope"], ["prairielearn"], ["autolab"],
+                                  ["--run-as", "nobody", "1.1"]], ids=lambda args: args[0])
+def test_what_grades_others_code_says_it_needs_linux(platform_python, args, tmp_path):
+    """Their promises (sandbox users, namespaces, the subreaper) are Linux's: elsewhere each says so and stops,
+    at 80 columns, before it grades or writes anything."""
+    make_submission(tmp_path / "sub")
+    proc, _ = grade(platform_python, tmp_path / "sub", args, timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, said(proc)
+    text = " ".join(proc.stderr.split())
+    assert f"{args[0]} needs Linux" in text and "run 'python -m autograder'" in text, said(proc)
+    assert max(len(line) for line in proc.stderr.splitlines()) <= 80, said(proc)
+    assert os.listdir(tmp_path / "sub") == ["mytorch"]

@@ -20,6 +20,7 @@ import os
 import sys
 
 NAME = {"linux": "linux", "darwin": "macos", "win32": "windows"}.get(sys.platform, sys.platform)
+SHOWN = {"linux": "Linux", "macos": "macOS", "windows": "Windows"}.get(NAME, sys.platform)      # in messages
 LINUX = False
 if sys.platform.startswith("linux"):
     LINUX = os.path.isdir("/proc/self/fd")              # the Linux sandbox reads /proc throughout
@@ -57,7 +58,7 @@ def libc():
 
 
 def linux_only(what):
-    """The message for an instructor command that needs the Linux sandbox, run elsewhere."""
-    return (f"{what} needs Linux: its isolation (sandbox users, namespaces, the subreaper) exists only there, "
-            f"and this is {NAME}. Students grade their own code here with plain 'python -m autograder'; grade "
-            "others' code on a Linux machine (or the course's Gradescope, PrairieLearn or Autolab image).")
+    """Why ``what`` (an instructor's command or option) does not run here: its isolation is Linux's."""
+    return (f"{what} needs Linux, the only system with the isolation it promises (sandbox users, namespaces, "
+            f"the subreaper); this is {SHOWN}. To grade your own code here, run 'python -m autograder'; grade "
+            "others' code on a Linux machine, or the course's Gradescope, PrairieLearn or Autolab image.")
