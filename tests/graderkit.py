@@ -117,7 +117,9 @@ def report_of(subs):
 
 
 def run_cli(args, cwd=REPO, timeout=120, env=None):
-    env = {**os.environ, "PYTHONPATH": "", **(env or {})}     # the given env wins, PYTHONPATH too
+    """``python -m autograder args`` in a child with this environment, PYTHONPATH emptied, and ``env`` on top
+    (``env`` wins, PYTHONPATH included)."""
+    env = {**os.environ, "PYTHONPATH": "", **(env or {})}
     return subprocess.run([sys.executable, "-m", "autograder", *args], cwd=cwd, capture_output=True, text=True,
                           timeout=timeout, env=env)
 

@@ -195,12 +195,35 @@ def test_the_histogram_counts_each_total_in_its_bin_as_numpy_does(tmp_path, maxi
         assert 0 <= x and x + w <= width and 0 <= y and y + h <= height and h >= 0
 
 
+# Whether a loaded top-level module is the standard library's, as sys.stdlib_module_names (Python 3.10+) says,
+# told on every Python by where it was loaded from: built in or frozen, or a file under the standard library's
+# folders (lib-dynload included) and not under site-packages.
+IN_STDLIB = """
+def in_stdlib(name):
+    spec = getattr(sys.modules.get(name), "__spec__", None)
+    origin = getattr(spec, "origin", None)
+    if name in sys.builtin_module_names or origin in ("built-in", "frozen"):
+        return True
+    places = [origin] if origin else list(getattr(spec, "submodule_search_locations", None) or [])
+    if not places:
+        return False
+    path = os.path.realpath(places[0])
+    stdlib = {os.path.realpath(sysconfig.get_path(k)) for k in ("stdlib", "platstdlib")}
+    site = {os.path.realpath(sysconfig.get_path(k)) for k in ("purelib", "platlib")}
+    return (any(path.startswith(folder + os.sep) for folder in stdlib)
+            and not any(path.startswith(folder + os.sep) for folder in site)
+            and not {"site-packages", "dist-packages"} & set(path.split(os.sep)))
+"""
+
+
 def test_writing_the_class_report_loads_no_library_as_root():
     """A batch run as root writes the class report after student code ran; the checks of the grader's own
     Python cover what it loaded by then (and its standard library), so the report must load nothing else
-    (a plotting library would bring hundreds of files no check looked at)."""
+    (a plotting library would bring hundreds of files no check looked at). Python 3.9 has no
+    sys.stdlib_module_names: the standard library is told by where a module was loaded from (``IN_STDLIB``),
+    which on 3.10+ must say what sys.stdlib_module_names says of every module the child loaded."""
     code = (
-        "import json, os, sys, tempfile\n"
+        "import json, os, sys, sysconfig, tempfile\n"
         "from autograder.instructor import batch, class_report\n"
         "from autograder.parts import course\n"
         "loaded = {m.partition('.')[0] for m in sys.modules}\n"
@@ -209,12 +232,17 @@ def test_writing_the_class_report_loads_no_library_as_root():
         "            for p in the_course.parts()], 'extra_data': {}} for k in range(5)}\n"
         "folder = class_report.Folder(tempfile.mkdtemp())\n"
         "class_report.write_class(folder, sorted(payloads), payloads, the_course)\n"
-        "new = {m.partition('.')[0] for m in sys.modules} - loaded - set(sys.stdlib_module_names)\n"
-        "print(json.dumps([sorted(new), sorted(os.listdir(folder.path))]))\n")
+        + IN_STDLIB +
+        "now = {m.partition('.')[0] for m in sys.modules}\n"
+        "names = getattr(sys, 'stdlib_module_names', None)\n"
+        "stdlib = set(names) if names is not None else {m for m in now if in_stdlib(m)}\n"
+        "disagree = sorted(m for m in now if names is not None and in_stdlib(m) != (m in names))\n"
+        "print(json.dumps([sorted(now - loaded - stdlib), sorted(os.listdir(folder.path)), disagree]))\n")
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    new, written = json.loads(proc.stdout)
+    new, written, disagree = json.loads(proc.stdout)
     assert new == [] and "totals.svg" in written and "report.md" in written
+    assert disagree == []
 
 
 def test_the_histogram_shows_in_a_browser(graded_class, tmp_path):

@@ -160,6 +160,85 @@ def test_a_functions_statements_are_those_the_whole_file_gives_on_its_lines(tmp_
     assert sorted(tracing._function_statements(codes["decorated"])) == [7, 8, 9]
 
 
+QUALIFIED = (
+    "import functools\n"
+    "class Cell:\n"
+    "    @functools.lru_cache(None)\n"
+    "    @staticmethod\n"
+    "    def decorated(a):\n"
+    "        return a\n"
+    "    def method(self):\n"
+    "        def inner():\n"
+    "            @functools.total_ordering\n"
+    "            class Local:\n"
+    "                def deep(self):\n"
+    "                    return 1\n"
+    "            return Local\n"
+    "        if True:\n"
+    "            global made_global\n"
+    "            def made_global():\n"
+    "                return 2\n"
+    "        try:\n"
+    "            pass\n"
+    "        except ValueError:\n"
+    "            def in_a_handler():\n"
+    "                return 3\n"
+    "        return inner\n"
+    "    class Nested:\n"
+    "        def m(self):\n"
+    "            pass\n"
+    "async def coroutine():\n"
+    "    pass\n"
+    "def one_line(x): return x\n")
+QUALIFIED_NAMES = {
+    "Cell": "Cell", "decorated": "Cell.decorated", "method": "Cell.method", "inner": "Cell.method.<locals>.inner",
+    "Local": "Cell.method.<locals>.inner.<locals>.Local", "deep": "Cell.method.<locals>.inner.<locals>.Local.deep",
+    "made_global": "made_global", "in_a_handler": "Cell.method.<locals>.in_a_handler", "Nested": "Cell.Nested",
+    "m": "Cell.Nested.m", "coroutine": "coroutine", "one_line": "one_line"}
+
+
+def test_a_record_names_its_function_as_co_qualname_does_on_every_python(tmp_path):
+    """A record's function is qualified (``CTCLoss.forward``, ``f.<locals>.g``) as the reference traces (made on
+    3.11+) and the handout's tables name it; Python 3.9 and 3.10 have no ``co_qualname``, and a plain
+    ``forward`` there matched another function's quantities of the same name (a CTC report named the wrong
+    `ext`). The names worked out from the source are checked on every Python against the compiler's names
+    written out, and on 3.11+ against ``co_qualname`` itself for every function of the library and the grader."""
+    path = tmp_path / "q.py"
+    path.write_text(QUALIFIED)
+    names = tracing._qualified_names(str(path))
+    codes = [c for c in _code_objects(compile(QUALIFIED, str(path), "exec")) if not c.co_name.startswith("<")]
+    assert {c.co_name: names.get((c.co_firstlineno, c.co_name)) for c in codes} == QUALIFIED_NAMES
+    assert {c.co_name: tracing.qualified_name(c) for c in codes} == QUALIFIED_NAMES
+    f = _module(tmp_path, ("import numpy as np\n"
+                           "class Cell:\n"
+                           "    def forward(self, x):\n"
+                           "        def scaled(v):\n"
+                           "            w = v * 2.0\n"
+                           "            return w\n"
+                           "        h = scaled(x)\n"
+                           "        return h\n"))
+    with tracing.Trace(str(tmp_path)) as trace:
+        f["Cell"]().forward(np.ones(2))
+    assert [(r["name"], r["function"]) for r in trace.records] == [("w", "Cell.forward.<locals>.scaled"),
+                                                                  ("h", "Cell.forward")]
+    if sys.version_info >= (3, 11):
+        odd = tmp_path / "odd.py"
+        odd.write_text(ODD_SHAPES)
+        files = [str(odd)] + [os.path.join(folder, name) for package in ("mytorch", "autograder")
+                              for folder, _, found in os.walk(os.path.join(REPO, package)) for name in found
+                              if name.endswith(".py")]
+        checked = 0
+        for file in files:
+            with open(file) as source:
+                top = compile(source.read(), file, "exec")
+            names = tracing._qualified_names(file)
+            for code in _code_objects(top):
+                if not code.co_name.startswith("<"):
+                    assert names.get((code.co_firstlineno, code.co_name)) == code.co_qualname, (file, code.co_name)
+                    checked += 1
+        assert checked > 300
+
+
 # what each field of a trace record may not be (it comes from the student's child: hostile input)
 NOT_A_NAME = [None, 1, [], {}]
 NOT_IN = {0: NOT_A_NAME, 1: NOT_A_NAME, 4: NOT_A_NAME,

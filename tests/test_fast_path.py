@@ -213,11 +213,19 @@ def test_a_training_loop_reuses_its_arrays_and_what_it_returned_stays_its_caller
     cell = CELLS[name](I, H, np.float64)
     calls = [random_call(cell, T, N, I, rng) for _ in range(4)]
     returned, peaks = [], []
-    for args in calls:
-        tracemalloc.start()
-        returned.append(one_call(cell, *args))
-        peaks.append(tracemalloc.get_traced_memory()[1])          # the most allocated at once during the call
-        tracemalloc.stop()
+    # NumPy before 2.3 (the newest there is for Python 3.9 and 3.10) runs a ufunc or a reduction that buffers
+    # (np.greater into a float array, a sum over an axis) through a buffer of as much of the operand as its
+    # bufsize allows, 8192 elements by default: here a whole (T, N, H) array, allocated anew by NumPy at each
+    # call, which is not the workspace's to reuse. A small buffer keeps NumPy's share alike on every version.
+    bufsize = np.setbufsize(1024)
+    try:
+        for args in calls:
+            tracemalloc.start()
+            returned.append(one_call(cell, *args))
+            peaks.append(tracemalloc.get_traced_memory()[1])      # the most allocated at once during the call
+            tracemalloc.stop()
+    finally:
+        np.setbufsize(bufsize)
     kept = [[a.copy() for a in got] for got in returned]
     for args, got, copies in zip(calls, returned, kept):
         fresh = one_call(CELLS[name](I, H, np.float64), *args)

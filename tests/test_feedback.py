@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from autograder.diagnosis import compare, feedback, mistakes, report
-from autograder.parts import data, spec
+from autograder.parts import data, driver, spec
 from autograder.sandbox import runner
 from tests.graderkit import REPO, make_submission, run_cli
 
@@ -267,6 +267,20 @@ def test_a_matmul_error_names_the_fix_its_line_needs(line, fix):
     error = "ValueError: matmul: Input operand 1 has a mismatch in its core dimension 0"
     hints = compare.error_hints(error, f"mytorch/nn/x.py:3 in forward: {line}")
     assert len(hints) == 1 and fix in hints[0]
+
+
+def test_a_backward_that_returns_an_unusable_state_is_located_at_its_qualified_definition(tmp_path):
+    """A value a backward returned that the next step cannot use is located at that method's definition, named
+    as ``Class.method`` on every Python (``co_qualname`` is 3.11's; before it, the function's ``__qualname__``)."""
+    folder = tmp_path / "mytorch"
+    folder.mkdir()
+    source = "class MyCell:\n    def backward(self, d):\n        return d, d\n"
+    (folder / "my_cell.py").write_text(source)
+    namespace = {}
+    exec(compile(source, str(folder / "my_cell.py"), "exec"), namespace)
+    with pytest.raises(driver.WrongShape) as caught:
+        driver._check_carried(namespace["MyCell"](), ["h"], (np.zeros(2), np.zeros(2)), [np.zeros(2)], 0, 3)
+    assert driver.where_in(caught.value, str(tmp_path)) == "mytorch/my_cell.py:2 in MyCell.backward"
 
 
 def test_handin_grades_first_warns_and_says_where_to_upload(tmp_path):

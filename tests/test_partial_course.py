@@ -190,7 +190,7 @@ def test_a_part_that_needs_a_removed_cell_is_refused_naming_the_part_and_the_cel
     assert the_course.left_out == "removed" and the_course.dropped == ("6.3", "6.4", "6.5")
     assert [p.number for p in the_course.parts() if p.number.startswith("6.")] == ["6.1", "6.2"]
     assert the_course.total == 6 + 9 + 5 + 7 + 5 + 5 + 25
-    again = course.parse(__import__("tomllib").loads(the_course.to_toml()), None)     # what a built grader reads
+    again = course.parse(course.tomllib.loads(the_course.to_toml()), None)     # what a built grader reads
     assert (again.points, again.left_out, again.dropped) == (the_course.points, "removed", the_course.dropped)
     config.write_text(PARTIAL.replace("[assignment.points]", 'left_out = "gone"\n[assignment.points]'))
     with pytest.raises(course.CourseError, match='left_out must be "working"'):
@@ -251,7 +251,7 @@ def test_working_sections_left_out_keep_their_cells_but_not_a_bptt_and_the_build
 
 def test_the_site_takes_the_courses_title_and_cells(tmp_path, monkeypatch):
     from handout import sections
-    the_course = course.parse(__import__("tomllib").loads(PARTIAL), None)
+    the_course = course.parse(course.tomllib.loads(PARTIAL), None)
     with open(os.path.join(build.REPO, "handout", "site_pages", "index.md")) as f:
         index = sections.conditionals(f.read(), the_course)
     table = index.split("## The cells")[1].split("Sizes, everywhere")[0].strip().split("\n")

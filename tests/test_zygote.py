@@ -745,7 +745,7 @@ def test_a_python_in_the_submission_s_own_folder_loads_its_numpy(tmp_path, zygot
             shutil.copytree(os.path.join(here, name), os.path.join(site, name),
                             ignore=shutil.ignore_patterns("__pycache__", "tests"))
     proc = run_cli(["1.1", "2.1", "--submission", sub, "--python", python, "--json", str(tmp_path / "r.json")],
-                   env=dict(os.environ, MYTORCH_GRADER_ZYGOTE=zygote), timeout=300)
+                   env={"MYTORCH_GRADER_ZYGOTE": zygote}, timeout=300)
     assert proc.returncode == 0, proc.stderr
     tests = {t["number"]: t for t in load_results(tmp_path / "r.json")["tests"]}
     assert all(t["score"] == t["max_score"] for t in tests.values()), [t["output"] for t in tests.values()]

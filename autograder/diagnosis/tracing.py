@@ -6,7 +6,9 @@ and, if it holds numbers, kept as one record:
 
     name   the target as the code spells it: ``da_n``, ``self.r``, ``g["weight_ih"]``, ``la[t]``
     file, line, text   where the statement is (its first line) and its source as written, without comments
-    frame  which call of which function (calls are numbered as they start)
+    frame  which call of which function (calls are numbered as they start); the function by its qualified
+           name (``CTCLoss.forward``) on every Python: ``co_qualname``, or before 3.11 the same worked out from
+           the source (``qualified_name``)
     reads  earlier records of the same call that the statement reads (by name, or by the array indexed)
     value  a float64 copy
 
@@ -167,6 +169,64 @@ def _function_statements(code):
     return _statements(code.co_filename, head + "".join(lines))
 
 
+def qualified_name(code, names=None):
+    """``code``'s qualified name, as ``co_qualname`` (Python 3.11+) gives it: ``CTCLoss.forward``,
+    ``_grad_view.<locals>.get``. Before 3.11 a code object has only its plain name (``forward``), so the name is
+    worked out from the file's source, the way the compiler makes it (``_qualified_names``); ``names``: that
+    table, when the caller keeps it per file. The plain name if the source does not say (it does not parse, or
+    has changed)."""
+    qualname = getattr(code, "co_qualname", None)
+    if qualname is not None:
+        return qualname
+    if names is None:
+        names = _qualified_names(code.co_filename)
+    return names.get((code.co_firstlineno, code.co_name), code.co_name)
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _qualified_names(filename, source=None):
+    """{(first line, name): qualified name} of every function and class of a file, its first line the one
+    ``co_firstlineno`` holds (its first decorator's). As the compiler names them: a definition in a class is
+    ``Class.name``, one in a function ``function.<locals>.name``, and one whose name the enclosing scope declares
+    ``global`` just ``name``. {} if the file does not parse."""
+    if source is None:
+        source = "".join(linecache.getlines(filename))
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return {}
+    names = {}
+
+    def visit(body, prefix, declared):
+        for node in _scope_nodes(body, definitions=True):
+            qualname = node.name if node.name in declared else prefix + node.name
+            first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+            names.setdefault((first, node.name), qualname)
+            inner = {n for sub in _scope_nodes(node.body) if isinstance(sub, ast.Global) for n in sub.names}
+            visit(node.body, qualname + ("." if isinstance(node, ast.ClassDef) else ".<locals>."), inner)
+
+    visit(tree.body, "", set())
+    return names
+
+
+def _scope_nodes(body, definitions=False):
+    """The statements of a scope's body and of the blocks in it (``if``, ``for``, ``with``, ``try``, ``match``),
+    not those of the functions and classes it defines, which are scopes of their own; with ``definitions``,
+    only those definitions."""
+    for node in body:
+        if isinstance(node, _SCOPES):
+            yield node
+            continue
+        if not definitions:
+            yield node
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            inner = getattr(node, field, None)
+            if isinstance(inner, list):
+                yield from _scope_nodes(inner, definitions)
+
+
 ITERATION_NAMES = 4                                # loop variables kept per record
 
 
@@ -279,6 +339,7 @@ class Trace:
         self.skip, self.limits = skip, (records, nbytes, seconds)
         self.records, self.values, self.lost = [], [], ""
         self._files, self._tables, self._frames = {}, {}, 0
+        self._names, self._file_names = {}, {}           # code -> its qualified name; file -> _qualified_names
         self._active, self._callers = {}, {}             # id(frame) -> its state; frame -> [caller, line]
         self._bytes, self._deadline, self._previous, self._events = 0, 0.0, None, 0
 
@@ -327,8 +388,13 @@ class Trace:
             if caller is not None and caller["pending"] is not None and len(self._callers) < self.limits[0]:
                 pending = caller["pending"]
                 self._callers[self._frames] = (caller["frame"], caller["rel"], pending.line, pending.text)
-            state = {"frame": self._frames, "rel": rel, "function": getattr(code, "co_qualname", code.co_name), "table": table, "pending": None, "lasti": -1, "by_text": {},
-                     "by_base": {}}
+            function = self._names.get(code)
+            if function is None:
+                if not hasattr(code, "co_qualname") and code.co_filename not in self._file_names:   # before 3.11
+                    self._file_names[code.co_filename] = _qualified_names(code.co_filename)
+                function = self._names[code] = qualified_name(code, self._file_names.get(code.co_filename))
+            state = {"frame": self._frames, "rel": rel, "function": function, "table": table, "pending": None,
+                     "lasti": -1, "by_text": {}, "by_base": {}}
             self._active[id(frame)] = state
             return self._local(state)
         except Exception as error:                      # a student's object in a frame: no diagnosis, no harm

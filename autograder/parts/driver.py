@@ -408,9 +408,12 @@ def _where_in(error, root):
     root = os.path.realpath(root)
     if isinstance(error, SyntaxError) and error.filename and _inside(error.filename, root):    # does not parse
         return f"{_inside(error.filename, root)}:{error.lineno}: {(error.text or '').strip()}"
-    code = getattr(getattr(error, "culprit", None), "__code__", None)
+    culprit = getattr(error, "culprit", None)
+    code = getattr(culprit, "__code__", None)
     if code is not None and _inside(code.co_filename, root):
-        name = getattr(code, "co_qualname", code.co_name)                   # co_qualname: Python 3.11+
+        # co_qualname is Python 3.11's; before it, the function's own __qualname__ (the same when it was defined)
+        name = getattr(code, "co_qualname", None) or getattr(culprit, "__qualname__", None)
+        name = name if type(name) is str else code.co_name
         return f"{_inside(code.co_filename, root)}:{code.co_firstlineno} in {name}"
     chain, seen = [], error                  # a re-raise (`raise … from None`) keeps the first one as context
     while seen is not None and len(chain) < 5:
