@@ -10,6 +10,10 @@ handle closes (``KILL_ON_JOB_CLOSE``: a grader that dies takes its parts with it
 The child is assigned before it is sent its request, and it runs no student code before it has read that
 request: nothing can start outside the job.
 
+Through ctypes rather than a package such as psutil: psutil finds a process's descendants by their parent ids,
+which lose the thread once a parent in between has ended (Windows never re-parents), and it has no job
+objects; the five kernel32 calls below are all this needs, and the runtime stays numpy and matplotlib.
+
     job = Job(memory_mb, processes)    # OSError if the system refuses (the caller then ends the child alone)
     job.assign(pid)
     job.close()                        # terminate everything in it, and let it go
