@@ -80,18 +80,8 @@ def walk(top, depth=DEPTH, entries=ENTRIES, everything=False):
             frame = frames[-1]
             fd, rel, level, pending = frame
             if pending is None:                           # first visit: list it, hand it to the caller
-                dirs, files = [], []
                 with os.scandir(fd) as listing:
-                    for entry in listing:
-                        seen += 1
-                        if seen > entries:
-                            raise TreeError(f"it holds more than {entries} files and folders")
-                        if entry.is_dir(follow_symlinks=False):
-                            dirs.append(entry.name)
-                        elif everything or entry.is_file(follow_symlinks=False):
-                            files.append(entry.name)
-                dirs.sort()
-                files.sort()
+                    dirs, files, seen = _listed(listing, seen, entries, everything)
                 yield rel, fd, dirs, files
                 frame[3] = pending = list(reversed(dirs))
             if not pending:
@@ -201,6 +191,22 @@ def _remove_in(parent, name):
     return ok and not _exists(parent, name)
 
 
+def _listed(listing, seen, entries, everything):
+    """``(folders, files, entries seen)`` of one folder's ``os.scandir``, each sorted, no link (nor a Windows
+    junction) taken for a folder; TreeError once more than ``entries`` were seen in all."""
+    dirs, files = [], []
+    for entry in listing:
+        seen += 1
+        if seen > entries:
+            raise TreeError(f"it holds more than {entries} files and folders")
+        junction = getattr(entry, "is_junction", lambda: False)()             # Python 3.12 and newer
+        if entry.is_dir(follow_symlinks=False) and not junction:
+            dirs.append(entry.name)
+        elif everything or entry.is_file(follow_symlinks=False):
+            files.append(entry.name)
+    return sorted(dirs), sorted(files), seen
+
+
 def _walk_paths(top, depth, entries, everything):
     """``walk`` through paths (Windows): the same bounds, the same order, no link (or junction) followed."""
     if os.path.islink(top) or not os.path.isdir(top):
@@ -209,19 +215,8 @@ def _walk_paths(top, depth, entries, everything):
     while todo:
         rel, level = todo.pop()
         folder = os.path.normpath(os.path.join(top, rel))
-        dirs, files = [], []
         with os.scandir(folder) as listing:
-            for entry in listing:
-                seen += 1
-                if seen > entries:
-                    raise TreeError(f"it holds more than {entries} files and folders")
-                junction = getattr(entry, "is_junction", lambda: False)()     # Python 3.12 and newer
-                if entry.is_dir(follow_symlinks=False) and not junction:
-                    dirs.append(entry.name)
-                elif everything or entry.is_file(follow_symlinks=False):
-                    files.append(entry.name)
-        dirs.sort()
-        files.sort()
+            dirs, files, seen = _listed(listing, seen, entries, everything)
         yield rel, folder, dirs, files
         if dirs and level + 1 > depth:
             raise TreeError(f"its folders are nested more than {depth} levels deep")

@@ -67,6 +67,15 @@ def keep_real():
     REAL.AF_UNIX = socket.AF_UNIX
 
 
+def begin():
+    """What every profile does first: the real functions kept, the modules that read sys.platform at import
+    imported while it is still the real one, and Linux's folders and tools hidden."""
+    keep_real()
+    preimport()
+    hide_linux_folders()
+    hide_linux_tools()
+
+
 def preimport():
     """Import PREIMPORTED (see there) while sys.platform is still the real one."""
     import importlib

@@ -72,10 +72,7 @@ LIBSYSTEM = frozenset({"c", "m", "dl", "pthread", "System"})
 
 def apply():
     """Simulate macOS in this process (see the module's doc). Call once, first thing (sitecustomize)."""
-    common.keep_real()
-    common.preimport()
-    common.hide_linux_folders()
-    common.hide_linux_tools()
+    common.begin()
     _modules()
     _os()
     _platform()

@@ -100,10 +100,7 @@ PROCESSOR = "Intel64 Family 6 Model 158 Stepping 10, GenuineIntel"
 
 def apply():
     """Simulate Windows in this process (see the module's doc). Call once, first thing (sitecustomize)."""
-    common.keep_real()
-    common.preimport()
-    common.hide_linux_folders()
-    common.hide_linux_tools()
+    common.begin()
     _modules()
     _sys()
     _os()
