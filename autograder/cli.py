@@ -18,7 +18,7 @@ import time
 from autograder import grade, preflight
 from autograder.diagnosis import report
 from autograder.parts import course
-from autograder.sandbox import childspec, cleanup, reaper, tree, zygotes
+from autograder.sandbox import childspec, cleanup, reaper, system, tree, zygotes
 
 GRADESCOPE_RESULTS = "/autograder/results/results.json"
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -184,6 +184,9 @@ def main_grade(argv, worker=None):
     which starts none when ``--python`` names another interpreter), ended by the grade."""
     parser = grade_parser()
     args = parser.parse_args(argv)
+    if args.gradescope and not system.LINUX:              # Gradescope's image is Linux, and its results folder
+        preflight.usage_error(parser, system.linux_only("--gradescope")    # is at the root of the disk
+                              + " To keep the results in Gradescope's format, give --json PATH.")
     the_course = load_course(parser)
     try:
         parts = the_course.select(args.parts)

@@ -161,7 +161,7 @@ def test_handin_packs_the_package(python, tmp_path):
 
 
 @pytest.mark.parametrize("args", [["batch", "."], ["gradescope"], ["prairielearn"], ["autolab"],
-                                  ["--run-as", "nobody", "1.1"]], ids=lambda args: args[0])
+                                  ["--run-as", "nobody", "1.1"], ["--gradescope", "1.1"]], ids=lambda args: args[0])
 def test_what_grades_others_code_says_it_needs_linux(platform_python, args, tmp_path):
     """Their promises (sandbox users, namespaces, the subreaper) are Linux's: elsewhere each says so and stops,
     at 80 columns, before it grades or writes anything."""
