@@ -43,7 +43,7 @@ def main(argv=None):
         return batch.main(argv[1:])
     if argv and argv[0] == "handin":
         from autograder.instructor import handin
-        return handin.main(argv[1:])
+        return _interruptible(handin.main, argv[1:])
     if argv and argv[0] == "gradescope":
         from autograder.instructor import gradescope
         return gradescope.main(argv[1:])
@@ -65,10 +65,31 @@ def main(argv=None):
     worker = zygotes.early(argv)                       # starts importing NumPy while the grader does
     try:
         from autograder import cli
-        return cli.main_grade(argv, worker)
+        return _interruptible(cli.main_grade, argv, worker)
     finally:
         if worker is not None:
             worker.close()
+
+
+def _interruptible(command, *args):
+    """``command(*args)``, which Ctrl+C stops within a moment: every running part's child is killed at once and
+    no other starts (``reaper.interrupt``), the command's own clean-up runs, and the student reads one line,
+    not a traceback. Exit status 130, as a shell gives for Ctrl+C."""
+    import signal
+    import threading
+
+    def stop(*_):
+        from autograder.sandbox import reaper
+        reaper.interrupt()
+        raise KeyboardInterrupt
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is \
+            signal.default_int_handler:
+        signal.signal(signal.SIGINT, stop)
+    try:
+        return command(*args)
+    except KeyboardInterrupt:
+        print("\nInterrupted: the parts running were stopped, and the rest were not run.", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from autograder.sandbox import (
     childspec,
     fairness,
     isolation,
+    reaper,
     runner,
     system,
     tree,
@@ -240,7 +241,7 @@ def grade(child, parts=None, verbose=False, fresh_seed=None, solution=None, jobs
 
             def graded(part, part_data):
                 result = grade_part(part, part_data, place(part, code), verbose, budget)
-                if progress is not None and not (result.starved or result.fault):
+                if progress is not None and not (result.starved or result.fault or reaper.interrupted()):
                     progress(result)
                 return result
             with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:

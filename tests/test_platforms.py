@@ -8,6 +8,7 @@ for from this test process, which is not simulated: in the real /proc.
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
@@ -172,3 +173,31 @@ def test_what_grades_others_code_says_it_needs_linux(platform_python, args, tmp_
     assert f"{args[0]} needs Linux" in text and "run 'python -m autograder'" in text, said(proc)
     assert max(len(line) for line in proc.stderr.splitlines()) <= 80, said(proc)
     assert os.listdir(tmp_path / "sub") == ["mytorch"]
+
+
+@pytest.mark.slow
+@pytest.mark.waits
+def test_ctrl_c_stops_a_grade_at_once_with_one_line_and_nothing_left(python, tmp_path):
+    """Ctrl+C (SIGINT, as a terminal sends it) while a part loops and spawned a child that loops: the grade
+    ends within seconds with exit status 130 and one line, no traceback, and nothing of it left running."""
+    mark = f"mytorch-ctrl-c-{os.getpid()}-{time.monotonic_ns()}"
+    code = (f"import subprocess, sys\nsubprocess.Popen([sys.executable, '-c', 'while True: pass', '{mark}'])\n"
+            "while True:\n    pass")
+    sub = tmp_path / "sub"                       # the mark is in the spawned child's command line alone
+    make_submission(sub, at_top_of_forward(code))
+    proc = subprocess.Popen([python, "-m", "autograder", "1.1", "2.1", "--timeout", "60"], cwd=sub,
+                            env=minimal_env(tmp_path / "home"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, stdin=subprocess.DEVNULL, preexec_fn=lambda: signal.signal(signal.SIGINT,
+                                                                                               signal.SIG_DFL))
+    deadline = time.monotonic() + 30
+    while not left_running(mark) and time.monotonic() < deadline:       # the part and its child are running
+        time.sleep(0.1)
+    assert left_running(mark), "the part never started"
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    start = time.monotonic()
+    out, err = proc.communicate(timeout=30)
+    assert time.monotonic() - start < 10 and proc.returncode == 130, err
+    assert "Interrupted: the parts running were stopped" in err and "Traceback" not in out + err, err
+    time.sleep(0.2)
+    assert left_running(mark) == []

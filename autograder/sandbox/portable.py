@@ -117,6 +117,7 @@ def run(spec, request, work, env, start):
     """Run one part's child on ``request`` (the bytes of ``runner.request_bytes``) in ``work``: ``(exit code,
     Streams, timed_out, flooded)``, the child and all it started gone. OSError if it could not be started."""
     proc, job = _start(spec, work, env)
+    token = reaper.alive(job.close if job is not None else lambda: os.killpg(proc.pid, signal.SIGKILL))
     response = _Reader(proc.stdout, childspec.RESPONSE_LIMIT, "head")
     output = _Reader(proc.stderr, childspec.OUTPUT_LIMIT, "tail")
     for thread in (response, output):
@@ -136,6 +137,7 @@ def run(spec, request, work, env, start):
                 proc.wait(min(0.05, max(0.0, deadline - time.monotonic())))
     finally:
         end(proc, job)
+        reaper.gone(token)
     for thread in (response, output):
         thread.join(DRAIN_SECONDS)                        # what a process that escaped holds open is not waited for
     for pipe in (proc.stdout, proc.stderr):

@@ -33,6 +33,38 @@ HELPER_ENV = {"PATH": SYSTEM_PATH, "HOME": "/", "LANG": "C.UTF-8",   # all a hel
               "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
+_interrupted = threading.Event()    # Ctrl+C: no child starts any more
+_live = {}                          # token -> what kills one running child at once (a system call or two)
+
+
+def alive(kill):
+    """Record a running child (``kill()`` ends it at once): a token for ``gone``. Killed at once if the grade
+    was interrupted meanwhile."""
+    token = object()
+    _live[token] = kill
+    if _interrupted.is_set():
+        with contextlib.suppress(Exception):
+            kill()
+    return token
+
+
+def gone(token):
+    _live.pop(token, None)
+
+
+def interrupt():
+    """Ctrl+C: no child starts from now on, and every running one is killed at once; its part's thread then
+    ends it with everything it started and reaps it, as at any part's end."""
+    _interrupted.set()
+    for kill in list(_live.values()):
+        with contextlib.suppress(Exception):
+            kill()
+
+
+def interrupted():
+    return _interrupted.is_set()
+
+
 def become_subreaper():
     """Make this process the reaper of its orphaned descendants (once; True if the kernel agreed). Also make
     it non-dumpable, so a child running as the same user cannot trace it or write its memory."""

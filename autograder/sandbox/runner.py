@@ -276,6 +276,8 @@ def _poll(proc):
 
 
 def _run_child(spec, configs, inputs_list, task):
+    if reaper.interrupted():
+        return Outcome(failure="was not run: grading was interrupted")
     start = time.monotonic()
     request = request_bytes(configs, inputs_list)
     work = cleanup.work_folder()
@@ -301,7 +303,7 @@ def _run_linux(spec, request, work, cases, start, task):
     """A part's child in the Linux sandbox: forked from the submission's zygote, or a fresh Python."""
     reaper.become_subreaper()
     user = spec.user
-    fds = []
+    fds, token = [], None
     group = cgroups.make(spec.limits.memory_mb)         # None where memory cgroups cannot be had
     _starting(user)
     try:
@@ -321,6 +323,7 @@ def _run_linux(spec, request, work, cases, start, task):
         finally:
             for fd in (req_r, resp_w, out_w):
                 os.close(fd)
+        token = reaper.alive(lambda: os.kill(proc.pid, signal.SIGKILL))
         threading.Thread(target=_feed, args=(req_w, request), daemon=True).start()
         fds = [resp_r, out_r]
         pipes = _Pipes(resp_r, out_r)
@@ -363,6 +366,7 @@ def _run_linux(spec, request, work, cases, start, task):
         for fd in fds:
             with contextlib.suppress(OSError):
                 os.close(fd)
+        reaper.gone(token)
         _ended(user)
         cgroups.remove_soon(group)                     # its processes are gone
 
