@@ -35,8 +35,8 @@ def main(argv=None):
         from autograder.sandbox import system
         if not system.LINUX:                          # their promises rest on the Linux sandbox alone
             import textwrap
-            print(textwrap.fill(f"python -m autograder {argv[0]}: error: {system.linux_only(argv[0])}", 80),
-                  file=sys.stderr)
+            print(textwrap.fill(f"python -m autograder {argv[0]}: error: {system.linux_only(argv[0])}", 80,
+                                subsequent_indent="  "), file=sys.stderr)       # as every usage error wraps
             return 2
     if argv and argv[0] == "batch":
         from autograder.instructor import batch

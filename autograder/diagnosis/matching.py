@@ -1004,7 +1004,8 @@ def reference_trace(part_data, k, child=None):
         return parse(*stored)
     if part_data.solution is None:
         return None
-    solution = childspec.ChildSpec(part_data.solution, *((child.limits, None, child.python) if child else ()))
+    limits, python = (child.limits, child.python) if child else (childspec.DEFAULT, None)
+    solution = childspec.ChildSpec(part_data.solution, limits, python=python)
     runs = [trace_case(solution, part_data.configs[k], part_data.inputs[k]) for _ in range(2)]
     return None if None in runs else without_source(stable(runs[0][0], runs[1][0]))
 
