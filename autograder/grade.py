@@ -8,7 +8,6 @@ import concurrent.futures
 import dataclasses
 import os
 import shutil
-import tempfile
 import time
 
 from autograder.diagnosis import feedback, matching
@@ -21,6 +20,7 @@ from autograder.sandbox import (
     isolation,
     reaper,
     runner,
+    scratch,
     system,
     tree,
     untrusted,
@@ -160,7 +160,7 @@ def reference_cells(the_course, parts, sandboxed, solution=None):
 def with_reference_cells(root, solution):
     """A folder of the grader's holding a copy of ``root``'s mytorch with the solution's cell files in place of
     the submission's (its sequence layer and everything else are its own)."""
-    folder = tempfile.mkdtemp(prefix="mytorch-reference-cells-")
+    folder = scratch.folder("reference-cells")
     try:
         isolation.private_copy(os.path.join(root, "mytorch"), os.path.join(folder, "mytorch"))
         os.makedirs(os.path.join(folder, "mytorch", "nn"), exist_ok=True)

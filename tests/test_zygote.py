@@ -75,6 +75,7 @@ def test_as_root_each_childs_code_runs_as_process_1_of_a_pid_namespace_of_its_ow
     namespaces, none the grader's. (Namespace inode numbers are reused once one is gone, so they are not
     compared.)"""
     monkeypatch.setenv("MYTORCH_GRADER_ZYGOTE", zygotes_on)
+    monkeypatch.setenv("MYTORCH_GRADER_LANDLOCK", "0")             # the record is written outside its folder
     _pid_namespace(monkeypatch, "1")
     log = tmp_path / "seen"
     record = (f"with open({str(log)!r}, 'a') as _f:\n"
@@ -153,9 +154,9 @@ def test_the_zygote_holds_no_data_no_shared_memory_and_no_extra_files():
 
 
 def test_a_killed_zygote_is_replaced_and_the_grade_completes(tmp_path):
-    """Part 2.1's child (as the grader's own user, no PID namespace: it can signal its parent, the zygote)
-    kills its zygote once; the grader says so, grades the parts again on a new zygote, and every part keeps full
-    marks."""
+    """Part 2.1's child (as the grader's own user, no PID namespace and no Landlock: it can signal its parent,
+    the zygote) kills its zygote once; the grader says so, grades the parts again on a new zygote, and every
+    part keeps full marks."""
     marker = tmp_path / "killed"
     kill = ("import os, signal\n"
             f"if not os.path.exists({str(marker)!r}):\n"
@@ -164,7 +165,7 @@ def test_a_killed_zygote_is_replaced_and_the_grade_completes(tmp_path):
     sub = make_submission(tmp_path / "sub", at_top_of_forward(kill, "nn/gru_cell.py"))
     out = tmp_path / "r.json"
     proc = run_cli(["1.1", "1.2", "2.1", "2.2", "--submission", sub, "--json", str(out)],
-                   env={"MYTORCH_GRADER_PID_NAMESPACE": "0"})
+                   env={"MYTORCH_GRADER_PID_NAMESPACE": "0", "MYTORCH_GRADER_LANDLOCK": "0"})
     assert proc.returncode == 0, proc.stderr
     assert marker.exists()
     assert "the grading worker failed (" in proc.stderr and "a new one is started" in proc.stderr

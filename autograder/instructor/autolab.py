@@ -10,7 +10,10 @@ assessment's problems after them), summing to the total. The lines before it are
 prints: the same parts, points, feedback and diagnosis as on every platform (``upload.grade_upload``).
 
 Tango runs ``make`` as an unprivileged user, the same one student code then runs as: nothing the grader reads
-can be kept from it. So the bundle holds no solution (a submission could import it): it grades on the stored
+can be kept from it. Where the kernel has Landlock, student code can write only in its own folder and can
+reach no process above it (``sandbox.landlock``), so it cannot print a scores line of its own; elsewhere the
+output says so to the course staff. Every folder the grader makes is removed by the next job if a kill
+leaves it (``sandbox.scratch``). So the bundle holds no solution (a submission could import it): it grades on the stored
 cases, whose expected outputs the students hold with the handout. A broken upload scores 0 with its reason,
 and a failure of the grader itself still prints a scores line.
 """
@@ -20,12 +23,17 @@ import os
 import shutil
 import stat
 import sys
-import tempfile
+import textwrap
 import traceback
 
 from autograder.instructor import upload
 from autograder.parts import course, spec
-from autograder.sandbox import archive, tree, untrusted
+from autograder.sandbox import archive, landlock, scratch, system, tree, untrusted
+
+UNCONFINED = textwrap.fill(
+    "note for the course staff: this runner's kernel has no Landlock (Linux 5.13 or newer, with Landlock enabled "
+    "at boot), so student code here runs as the grader's own user unconfined: it could print a scores line of "
+    "its own after the grader's (see docs/autolab.md)", 80)
 
 
 def scores_line(payload):
@@ -60,11 +68,14 @@ def main(argv):
     parser.add_argument("--handin", default="handin.tar", metavar="FILE", help="the student's upload")
     args = parser.parse_args(argv)
     parts = spec.PARTS
-    scratch = tempfile.mkdtemp(prefix="autolab-")         # this user's alone: the upload, the results
+    scratch.sweep()                                       # what a killed grader of this user left
+    if system.LINUX and not landlock.abi():
+        print(UNCONFINED, flush=True)
+    folder = scratch.folder("autolab")                    # this user's alone: the upload, the results
     try:
         the_course = course.load_course()
         parts = the_course.parts()
-        submission, results = os.path.join(scratch, "submission"), os.path.join(scratch, "results.json")
+        submission, results = os.path.join(folder, "submission"), os.path.join(folder, "results.json")
         os.mkdir(submission)
         problem = _staged(os.path.abspath(args.handin), submission)
         if problem:
@@ -80,7 +91,7 @@ def main(argv):
         print(f"the autograder failed ({type(error).__name__}): please tell the course staff")
         line = zeros(parts)
     finally:
-        tree.remove(scratch)
+        tree.remove(folder)
     sys.stderr.flush()
     print(line, flush=True)                               # the last line: what Autolab reads
     return 0

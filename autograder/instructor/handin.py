@@ -11,13 +11,12 @@ import argparse
 import os
 import sys
 import tarfile
-import tempfile
 
 from autograder import grade
 from autograder.cli import default_submission, graded_elsewhere
 from autograder.diagnosis import report
 from autograder.instructor import submissions
-from autograder.sandbox import childspec, tree
+from autograder.sandbox import childspec, scratch, tree
 
 
 def files_to_hand_in(root):
@@ -41,7 +40,7 @@ def main(argv):
     parser.add_argument("--no-grade", action="store_true", help="pack without grading locally first")
     args = parser.parse_args(argv)
     given = os.path.abspath(args.submission or default_submission())
-    staging = tempfile.mkdtemp(prefix="handin-")
+    staging = scratch.folder("handin")
     try:
         return pack(parser, args, given, staging)
     finally:

@@ -20,14 +20,13 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 import traceback
 
 from autograder import preflight
 from autograder.diagnosis import report
 from autograder.instructor import upload
 from autograder.parts import course
-from autograder.sandbox import tree
+from autograder.sandbox import scratch, tree
 
 ROOT = "/grade"
 
@@ -65,10 +64,10 @@ def main(argv):
     if preflight.grader_inside(submission):
         parser.error(f"this grader was imported from inside {submission}: run the question's tests/run.sh")
     os.makedirs(os.path.dirname(results), exist_ok=True)  # PrairieLearn does not make it
-    scratch = tempfile.mkdtemp(prefix="pl-results-")      # root's alone: Gradescope's format, read back here
+    results_folder = scratch.folder("pl-results")     # root's alone: Gradescope's format, read back here
     try:
         the_course = course.load_course()
-        staged = os.path.join(scratch, "results.json")
+        staged = os.path.join(results_folder, "results.json")
         upload.grade_upload(submission, staged, the_course, os.path.join(root, "tests", "solution"),
                                 args.python, output_format="text", staff_sees_stdout=False)
         with open(staged, encoding="utf-8") as f:
@@ -79,7 +78,7 @@ def main(argv):
         traceback.print_exc()
         payload = failed(f"the autograder failed ({type(error).__name__}): please tell the course staff")
     finally:
-        tree.remove(scratch)
+        tree.remove(results_folder)
     report.write_json(results, payload)
     print(payload["message"])
     return 0

@@ -16,14 +16,13 @@ import dataclasses
 import os
 import pwd
 import secrets
-import tempfile
 
 from autograder import cli, preflight
 from autograder.diagnosis import report
 from autograder.grade import PartResult
 from autograder.instructor import submissions
 from autograder.parts import course, data, spec
-from autograder.sandbox import isolation, tree
+from autograder.sandbox import isolation, scratch, tree
 
 STUDENT = "student"              # the user the platform makes, unless MYTORCH_GRADER_USER names another
 
@@ -79,8 +78,10 @@ def grade_upload(submission, results, the_course, solution, python=None, output_
     code runs as the platform's sandbox user where there is one (``instructor_notes``), on fresh cases when
     ``solution``/mytorch exists (None: there is none). ``output_format``: the outputs' format, if not the course's. Notes for the
     course staff are printed too where students never see the standard output (``staff_sees_stdout``)."""
-    staging, work = tempfile.mkdtemp(prefix="handed-in-"), tempfile.mkdtemp(prefix="submission-")
-    os.chmod(work, 0o755)
+    scratch.sweep()                                       # what a killed grader of this user left
+    staging, work = scratch.folder("handed-in"), scratch.folder("submission")
+    if os.geteuid() == 0:                                 # the sandbox user reads the copy (others: its mode)
+        os.chmod(work, 0o755)
     try:
         located = submissions.locate_path(submission, staging, "the upload")
         problem = f"Not graded: {located.reason}." if located.package is None else ""

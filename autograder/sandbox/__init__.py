@@ -15,11 +15,13 @@ they import) imports no Linux-only module at import time: tests/test_layout.py c
     childspec    what a part's child is started with (``ChildSpec``, ``Limits``), passed whole
     runner       one part's child: started with limits (from the zygote or a fresh Python), fed, read back
     confinement  the limits a POSIX child takes on before any student code runs, written once
+    landlock     a child of the grader's own user writes in its folder alone and reaches no process above it
     portable     a part's child where the Linux sandbox is not (macOS, Windows): a Python per part
     jobs         Windows Job Objects: a part's processes capped in memory and ended together
     namespaces   Linux's PID and mount namespaces for a child, probed once
     bytecode     the submission's bytecode compiled once per grade; the solution's kept between runs
     cleanup      working folders, and what a sandbox user left, removed
+    scratch      the grader's temporary folders, named for their maker: what a killed grader left is removed
     zygote       the per-submission process that imports NumPy once and forks each part's child (Linux)
     zygotes      the grader's side of the zygotes and of batch's template
     worker       the child's entry: imports the submission from its sources and runs the part driver

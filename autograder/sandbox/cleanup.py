@@ -6,7 +6,7 @@ import os
 import stat
 import tempfile
 
-from autograder.sandbox import ipc, reaper, tree
+from autograder.sandbox import ipc, reaper, scratch, tree
 
 SHARED_TEMP = ("/tmp", "/var/tmp", "/dev/shm", "/dev/mqueue")   # where any user may leave files, and
 SHARED_PARENTS = ("/", "/var", "/run", "/dev")                  # any folder below these that any user may write
@@ -17,7 +17,7 @@ _work_dirs = set()              # children's working folders not removed yet
 def work_folder():
     """A new working folder for a child (0700: under --run-as, chowned to its user alone), recorded until
     ``remove_work`` (or ``free_space``) removes it."""
-    work = tempfile.mkdtemp(prefix="mytorch-work-")
+    work = scratch.folder("work")
     _work_dirs.add(work)
     return work
 

@@ -9,14 +9,16 @@ them as JSON) and the child calls ``apply``; Windows has no such step, its limit
                 "memory_fallback",     macOS: RLIMIT_AS is refused there, RLIMIT_DATA is taken instead
                 "cgroup", "ipc_namespace", "hidden", "own_proc",            Linux, as root (``cgroups``, ``ipc``)
                 "user": [uid, gid, processes] or None, "switch_user"}       Linux, under --run-as
+                "landlock": [[folders it may write in], ABI] or None        Linux, as the grader's own user
 
 This module is loaded by path in the zygote, so it imports nothing of the grader's: ``ipc`` and ``cgroups``
-(and the keyring call ``ipc.keyctl_call`` found in the parent) are passed in.
+(and the keyring call ``ipc.keyctl_call`` found in the parent) are passed in, and so is ``seal``, which applies
+the rules of ``landlock``, last.
 """
 import os
 
 
-def apply(settings, ipc=None, cgroups=None, keyctl=None):
+def apply(settings, ipc=None, cgroups=None, keyctl=None, seal=None):
     """Confine the calling process (a child about to run a part) as ``settings`` say. Raises OSError (or
     ValueError, from ``setrlimit``) if a limit Linux must enforce cannot be set: the child must not go on."""
     import resource
@@ -43,6 +45,8 @@ def apply(settings, ipc=None, cgroups=None, keyctl=None):
         if settings.get("switch_user", True):             # else unshare switches, inside the new namespace
             os.setgid(gid)
             os.setuid(uid)
+    if settings.get("landlock"):                          # last: nothing above may need what it takes away
+        seal()
 
 
 def _memory(resource, size, fallback):

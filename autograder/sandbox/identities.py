@@ -18,14 +18,13 @@ what still runs as them, would stay. So each user a batch makes carries its make
 makes or leases any user, ends and deletes every user whose maker is gone (``sweep``).
 """
 import contextlib
-import os
 import pwd
 import queue
 import re
 import secrets
 import subprocess
 
-from autograder.sandbox import cleanup, reaper
+from autograder.sandbox import cleanup, reaper, scratch
 
 NAME = re.compile(r"[a-z_][a-z0-9_-]{0,20}\Z")          # a prefix useradd accepts, leaving room for the suffix
 
@@ -33,19 +32,7 @@ NAME = re.compile(r"[a-z_][a-z0-9_-]{0,20}\Z")          # a prefix useradd accep
 MARK = "mytorch-grader batch"    # the comment field of a user a batch made: MARK PID START BOOT
 
 
-def _boot():
-    """This boot of the machine (the first 8 characters of the kernel's boot id), or '-'."""
-    try:
-        with open("/proc/sys/kernel/random/boot_id") as f:
-            return f.read().strip()[:8] or "-"
-    except OSError:
-        return "-"
-
-
-def owner(pid=None):
-    """(pid, start, boot) of a process (this one by default): they name it as long as it runs, on this boot."""
-    pid = os.getpid() if pid is None else pid
-    return pid, reaper.start_time(pid), _boot()
+owner = scratch.owner            # (pid, start, boot): a process, as long as it runs, on this boot
 
 
 def owner_mark(pid=None):

@@ -39,6 +39,7 @@ from autograder.sandbox import (
     fairness,
     frames,
     ipc,
+    landlock,
     namespaces,
     portable,
     reaper,
@@ -116,7 +117,10 @@ def _settings(spec, work, start, group, task="part"):
             "user": None if user is None else [user.pw_uid, user.pw_gid,
                                                _tasks_of(user.pw_uid) + childspec.PROCESS_LIMIT],
             "task": task, "ipc_namespace": ipc.wanted(), "cgroup": group,
-            "hidden": namespaces.hidden_from(user), "own_proc": user is not None and ipc.proc_wanted()}
+            "hidden": namespaces.hidden_from(user), "own_proc": user is not None and ipc.proc_wanted(),
+            # student code of the grader's own user: it may write in its folder alone, and reach no process
+            # outside its sandbox (``landlock``; a sandbox user is kept from those by its uid)
+            "landlock": [[work], landlock.wanted()] if user is None and landlock.wanted() else None}
 
 
 def _signal_reason(code, limits, cpu_seconds=None):
@@ -237,10 +241,16 @@ def _start(spec, work, fds, start, group):
     settings = dict(_settings(spec, work, start, group), switch_user=unshare is None)
     keyctl = ipc.keyctl_call()
     import resource  # noqa: F401  (imported here, never between fork and exec)
-    return reaper.spawn(lambda: subprocess.Popen(
-        args, cwd=work, stdin=subprocess.DEVNULL, stdout=out_w, stderr=out_w, env=settings["env"],
-        pass_fds=[request_r, response_w], start_new_session=True,
-        preexec_fn=lambda: confinement.apply(settings, ipc, cgroups, keyctl)))
+    rules = landlock.ruleset(*settings["landlock"]) if settings["landlock"] else None
+    restrict = landlock.Restrict() if rules is not None else None
+    try:
+        return reaper.spawn(lambda: subprocess.Popen(
+            args, cwd=work, stdin=subprocess.DEVNULL, stdout=out_w, stderr=out_w, env=settings["env"],
+            pass_fds=[request_r, response_w], start_new_session=True,
+            preexec_fn=lambda: confinement.apply(settings, ipc, cgroups, keyctl, lambda: restrict(rules))))
+    finally:
+        if rules is not None:
+            os.close(rules)
 
 
 def run_child(spec, configs, inputs_list, task="part"):

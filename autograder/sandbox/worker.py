@@ -26,7 +26,7 @@ GRADER = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))       # the
 # the grader modules a child runs, by the package each lives in: plain code and tables, loaded by path before any
 # student code (``import autograder`` would search the submission's folder first)
 CHILD_CODE = {"driver": "parts", "frames": "sandbox", "tracing": "diagnosis", "ipc": "sandbox", "cgroups": "sandbox",
-              "confinement": "sandbox"}
+              "confinement": "sandbox", "landlock": "sandbox"}
 
 _loaded = {}                     # name -> module: a zygote loads them once, before forking each part's child
 

@@ -164,7 +164,8 @@ def _child(command, fds):
         worker = _worker()
         ipc = worker._load("ipc")
         try:
-            worker._load("confinement").apply(command, ipc, worker._load("cgroups"), ipc.keyctl_call())
+            worker._load("confinement").apply(command, ipc, worker._load("cgroups"), ipc.keyctl_call(),
+                                              lambda: worker._load("landlock").confine(*command["landlock"]))
         except OSError as error:
             sys.stderr.write(f"{error}\n")
             raise SystemExit(1) from None
