@@ -284,6 +284,13 @@ def _reach_probe(solution_file, references):
             "    raise ValueError('student code ran as root')\n")
 
 
+# the folder of the copy graded: root's, read by the sandbox user's group alone (no other user reads it)
+COPY_IS_ITS_OWN = ("import mytorch as _mine\n"
+                   "_folder = os.stat(os.path.dirname(os.path.dirname(os.path.abspath(_mine.__file__))))\n"
+                   "if _folder.st_mode & 0o777 != 0o750 or (_folder.st_uid, _folder.st_gid) != (0, os.getgid()):\n"
+                   "    raise ValueError('the copy is open to others: ' + oct(_folder.st_mode))\n")
+
+
 def test_gradescope_as_root_runs_student_code_as_its_user_who_can_read_no_solution_and_no_reference(
         sandbox_user, tmp_path):
     """The Gradescope zip as Gradescope runs it: run_autograder as root, with the user setup.sh makes present
@@ -305,7 +312,7 @@ def test_gradescope_as_root_runs_student_code_as_its_user_who_can_read_no_soluti
     solution_file = os.path.join(source, "solution", "mytorch", "nn", "rnn_cell.py")
     references = os.path.join(source, "autograder", "data")
     assert os.path.isfile(solution_file) and os.listdir(references)
-    probe = _reach_probe(solution_file, references)
+    probe = _reach_probe(solution_file, references) + COPY_IS_ITS_OWN
     sub = make_submission(tmp_path / "sub", at_top_of_forward(probe))
     shutil.copytree(os.path.join(sub, "mytorch"), os.path.join(root, "submission", "mytorch"))
     os.makedirs(os.path.join(root, "results"))

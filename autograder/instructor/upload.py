@@ -41,6 +41,26 @@ def zero(results, problem, the_course=None, notes=(), output_format=None):
                                                  settings, list(notes)))
 
 
+def sandbox_user():
+    """The platform's sandbox user (``student``, or MYTORCH_GRADER_USER's) when the grader runs as root and it
+    exists, else None."""
+    if os.geteuid() != 0:
+        return None
+    try:
+        return pwd.getpwnam(os.environ.get("MYTORCH_GRADER_USER") or STUDENT)
+    except KeyError:
+        return None
+
+
+def lend(work):
+    """The folder of the submission's copy, root's, and readable by the sandbox user's group alone: no other
+    user of the machine reads the copy while it is graded."""
+    user = sandbox_user()
+    if user is not None:
+        os.chown(work, 0, user.pw_gid)
+        os.chmod(work, 0o750)
+
+
 def instructor_notes(solution, grade_args, python=None):
     """Add the run-as user and fresh cases (when ``solution``/mytorch exists; None: no solution) to
     ``grade_args`` where this machine allows them; returns what the course staff must know about a mode that
@@ -49,15 +69,14 @@ def instructor_notes(solution, grade_args, python=None):
     notes = []
     student = os.environ.get("MYTORCH_GRADER_USER") or STUDENT
     if os.geteuid() == 0:
-        try:
-            pwd.getpwnam(student)
+        if sandbox_user() is not None:
             grade_args += ["--run-as", student]
             # the grader reads the references before any student code runs; the student may not read them,
             # nor any other folder of the grader's (preflight.instructor_places), hidden or not where it runs
             os.chmod(data.DATA_DIR, 0o700)
             for place, _ in preflight.instructor_places(None, [], python):
                 os.chmod(place, 0o700)
-        except KeyError:
+        else:
             notes.append(f"no user {student!r} (setup.sh makes it): student code ran with the grader's privileges "
                          "and could read the solution and rewrite its score")
     else:
@@ -80,14 +99,13 @@ def grade_upload(submission, results, the_course, solution, python=None, output_
     course staff are printed too where students never see the standard output (``staff_sees_stdout``)."""
     scratch.sweep()                                       # what a killed grader of this user left
     staging, work = scratch.folder("handed-in"), scratch.folder("submission")
-    if os.geteuid() == 0:                                 # the sandbox user reads the copy (others: its mode)
-        os.chmod(work, 0o755)
     try:
         located = submissions.locate_path(submission, staging, "the upload")
         problem = f"Not graded: {located.reason}." if located.package is None else ""
         if located.package is not None:
             try:
                 isolation.private_copy(located.package, os.path.join(work, "mytorch"))
+                lend(work)
             except (isolation.CopyError, OSError) as error:
                 problem = f"Not graded: {submissions.copy_refused(error)}."
         if problem:

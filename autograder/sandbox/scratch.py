@@ -8,7 +8,8 @@ submission's copy must not outlive its grader there. So each is made private (07
     mytorch-KIND-PID-START-BOOT-XXXXXXXX      in the temporary folder
 
 (the process that made it: its pid, when it started, this boot of the machine; ``owner``), and every grader
-removes, when it starts (``sweep``), the folders of that form of its own user whose maker no longer runs.
+removes, when it starts (``sweep``), the folders of that form of its own user whose maker no longer runs (as
+root, of any user: a child's working folder is lent to its sandbox user).
 Off Linux (no /proc to tell a process's start) the name holds the pid alone and nothing is swept.
 """
 import contextlib
@@ -52,7 +53,9 @@ def sweep():
     with contextlib.suppress(OSError):
         for entry in os.scandir(tempfile.gettempdir()):
             found = NAME.match(entry.name)
-            if not found or not entry.is_dir(follow_symlinks=False) or entry.stat(follow_symlinks=False).st_uid != uid:
+            if not found or not entry.is_dir(follow_symlinks=False):
+                continue
+            if uid != 0 and entry.stat(follow_symlinks=False).st_uid != uid:    # root's: its sandbox users' too
                 continue
             pid = int(found.group("pid"))
             if owner(pid) != (pid, int(found.group("start")), found.group("boot")):
