@@ -11,7 +11,8 @@ the chosen parts alone. ``--out`` is replaced only if it is empty or an earlier 
 ``.mytorch-build`` file says which), unless ``--force``.
 
 Student version: ``mytorch/`` with every solution region replaced by a TODO; ``notebooks/`` stripped the same
-way with outputs cleared, and each derivation held back (below); ``autograder/`` with its reference data but without the generator and the mistake
+way with outputs cleared, and each derivation held back (below), with the texts they read (``notebooks/data/``);
+``autograder/`` with its reference data but without the generator and the mistake
 catalogue; the written assignment; a student README and setup.py. Nothing with a solution in it is copied:
 the build fails if a ``BEGIN SOLUTION`` marker survives anywhere in the output, or if a non-trivial line of a
 solution region appears anywhere in it outside its TODO (see ``handout.leaks``), or if an equation of a graded
@@ -410,6 +411,9 @@ def _build_handout(out, course, warn, solutions):
                                               solutions)
                 elif name.endswith((".py", ".md")) and not name.startswith("."):
                     shutil.copy(os.path.join(notebooks, name), os.path.join(out, "notebooks", name))
+                elif name == "data" and os.path.isdir(os.path.join(notebooks, name)):    # texts a notebook reads
+                    shutil.copytree(os.path.join(notebooks, name), os.path.join(out, "notebooks", name),
+                                    ignore=_ignore)
     except (MarkerError, KeyError) as error:
         raise BuildError(str(error).strip('"')) from None
     copy_grader(os.path.join(out, "autograder"), course)

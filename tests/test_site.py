@@ -174,7 +174,7 @@ def test_site_holds_every_page(site):
     print(f"site built in {seconds:.0f} s, {len(pages)} pages")
     for rel in ("index.html", "api.html", "grader.html", "search.html", "assignment/README.html",
                 "assignment/2-gru-cell.html", "assignment/8-ctc.html", "notebooks/02_gru_cell.html",
-                "notebooks/10_making_it_fast.html"):
+                "notebooks/10_making_it_fast.html", "notebooks/11_character_model.html"):
         assert rel in pages
     with open(os.path.join(site_dir, "index.html"), encoding="utf-8") as f:
         landing = f.read()
