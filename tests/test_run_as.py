@@ -1436,3 +1436,45 @@ def test_ctrl_c_leaves_no_sandbox_user_copy_or_process(sandbox_user):
     again = subprocess.run(command, cwd=grader, env=env, capture_output=True, text=True, timeout=900)
     assert again.returncode == 0 and "6 submissions found, 6 rows written" in again.stdout, again.stderr
     assert not [u.pw_name for u in pwd.getpwall() if u.pw_name.startswith(prefix)]
+
+
+MOVE_WORK_FOLDERS = '''
+import os as _os, tempfile as _tempfile
+_here = _os.getcwd()
+_tries = [_here, _os.path.dirname(_here)] + [
+    _os.path.join(_tempfile.gettempdir(), _n) for _n in _os.listdir(_tempfile.gettempdir()) if _n.startswith("mytorch-")]
+_moved = []
+for _k, _path in enumerate(_tries):
+    try:
+        _os.rename(_path, _path + "-moved%d" % _k)
+        _moved.append(_path)
+        _os.symlink("/", _path)                         # a link in its place, for the next child to enter
+    except OSError:
+        pass
+raise ValueError("moved %d of %d: %s" % (len(_moved), len(_tries), _moved[:3]))
+'''
+
+
+@pytest.mark.parametrize("zygote", ["1", "0"], ids=["zygote", "spawned"])
+def test_a_child_cannot_move_a_working_folder_for_the_next_child_to_enter(sandbox_user, checkout, tmp_path, zygote):
+    """The grader enters a child's working folder (as root, before it gives root up) by name: a sandbox user who
+    could rename one (its own, a sibling part's) and leave a link in its place would send the next child into
+    any folder root may enter, past the hidden folders. Its own folder, the folder holding it, and every folder
+    of the grader's in the temporary folder, tried by parts running two at a time: none moves."""
+    make_user, python, home = sandbox_user
+    user = make_user()
+    root = world_readable_dir(os.path.join(home, "move-"))
+    sub = make_submission(os.path.join(root, "sub"), at_top_of_forward(MOVE_WORK_FOLDERS, "nn/gru_cell.py"))
+    out = os.path.join(root, "results.json")
+    proc = subprocess.run([sys.executable, "-m", "autograder", "1.1", "2.1", "2.2", "--submission", sub, "--json",
+                           out, "--jobs", "2", "--run-as", user.pw_name, "--python", python], cwd=checkout,
+                          env=dict(os.environ, PYTHONPATH="", MYTORCH_GRADER_ZYGOTE=zygote),
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    with open(out) as f:
+        tests = check_gradescope(json.load(f))
+    assert tests["1.1"]["score"] == spec.PARTS_BY_NUMBER["1.1"].points
+    for part in ("2.1", "2.2"):
+        said = tests[part]["output"].replace("\n  ", " ")
+        assert re.search(r"ValueError: moved 0 of [2-9]\d*", said), said
+    shutil.rmtree(root, ignore_errors=True)

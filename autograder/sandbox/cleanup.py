@@ -16,14 +16,20 @@ _work_dirs = set()              # children's working folders not removed yet
 
 def work_folder():
     """A new working folder for a child (0700: under --run-as, chowned to its user alone), recorded until
-    ``remove_work`` (or ``free_space``) removes it."""
-    work = scratch.folder("work")
+    ``remove_work`` (or ``free_space``) removes it. It is made inside a folder of the grader's own (0711,
+    ``scratch.folder``) that the child's user may pass through but not write: a sandbox user owns its working
+    folder, and could otherwise rename it in the shared temporary folder and plant a link in its place for the
+    next child, which enters its folder (as root, before it gives up root) by that name."""
+    parent = scratch.folder("work")
+    os.chmod(parent, 0o711)
+    work = os.path.join(parent, "w")
+    os.mkdir(work, 0o700)
     _work_dirs.add(work)
     return work
 
 
 def remove_work(work):
-    tree.remove(work)
+    tree.remove(os.path.dirname(work))
     _work_dirs.discard(work)
 
 
@@ -81,7 +87,7 @@ def free_space(user=None):
     """Delete what children left on disk: their working folders and, under ``--run-as``, everything the
     sandbox user owns in the shared temporary folders. Call only once every child is dead."""
     for work in list(_work_dirs):
-        tree.remove(work)
+        tree.remove(os.path.dirname(work))
     if user is not None and user.pw_uid != 0:
         _remove_owned(user.pw_uid)
 
