@@ -37,6 +37,7 @@ import pwd
 import re
 import signal
 import stat
+import subprocess
 import sys
 import tempfile
 import textwrap
@@ -212,11 +213,12 @@ def reclaim(copy):
     os.chmod(folder, 0o700)
 
 
-def prepare(folder, names, staging, interrupt=(), base=None):
+def prepare(folder, names, staging, interrupt=(), base=None, jobs=2):
     """Every submission of ``names`` located, unpacked and copied into ``staging`` before any student code runs:
     {name: (Located, the graded copy of its package, or the error that refused it, or None)}. Each
     submission's folder there may be passed through by others (to reach its own copy, once lent) but not read;
-    what it unpacked is root's alone."""
+    what it unpacked is root's alone. With ``base``, each copy's similarity summary too (``similarity_summaries``),
+    read before any student code runs."""
     prepared = {}
     for k, name in enumerate(names):
         if interrupt:                                     # Ctrl-C: nothing more is copied
@@ -226,10 +228,81 @@ def prepare(folder, names, staging, interrupt=(), base=None):
         os.chmod(where, 0o711)
         located = submissions.locate(folder, name, os.path.join(where, "unpacked"))
         copy = stage(located.package, os.path.join(where, "graded")) if located.package is not None else None
-        if base is not None and copy is not None and not isinstance(copy, Exception):
-            located.similarity = similarity.summary(copy, base)          # read before any student code runs
         prepared[name] = (located, copy)
+    if base is not None:
+        copies = {n: copy for n, (_, copy) in prepared.items() if copy is not None and not isinstance(copy, Exception)}
+        for name, summary in similarity_summaries(copies, base, jobs, interrupt).items():
+            prepared[name][0].similarity = summary
     return prepared
+
+
+SIMILARITY_SECONDS = 30          # wall-clock and CPU seconds of one submission's similarity child
+SIMILARITY_MEMORY = 1 << 30      # bytes of its address space
+SIMILARITY_OUTPUT = 8 << 20      # bytes of its summary read back
+
+
+def similarity_summaries(copies, the_base, jobs, interrupt=()):
+    """{name: its ``similarity.summary``} for ``copies`` ({name: its graded copy}), each from a child of its own
+    (``similarity_of``), ``jobs`` of them at once and at least two: a submission that keeps its child to the time
+    limit holds up no other. Those not compared because of Ctrl-C are left out."""
+    request = json.dumps(similarity.to_json(the_base))
+
+    def one(name):
+        return name, None if interrupt else similarity_of(copies[name], request)
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(2, jobs)) as pool:
+        return {name: summary for name, summary in pool.map(one, sorted(copies)) if summary is not None}
+
+
+def similarity_child():
+    """The command of a similarity child: this grader's Python, isolated (-I: no environment variable, user site
+    or current folder on its path) and without site (-S): ``similarity`` and the standard library alone."""
+    return [sys.executable, "-I", "-S", os.path.abspath(similarity.__file__)]
+
+
+def _similarity_limits():
+    import resource  # POSIX: imported in the parent, before the fork
+    cpu = int(SIMILARITY_SECONDS)
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+        resource.setrlimit(resource.RLIMIT_AS, (SIMILARITY_MEMORY, SIMILARITY_MEMORY))
+    return limit
+
+
+def similarity_of(copy, base_json):
+    """The summary of the package ``copy`` (``similarity.summary``, ``base_json`` its base as JSON text) from a
+    child of the grader's (``similarity_child``; it reads the student's files and runs none of them), or
+    ``{"not_compared": why}`` when it reached a bound of its own or of the child: its time, CPU, memory, output."""
+    request = f'{{"package": {json.dumps(copy)}, "base": {base_json}}}'.encode()
+    try:
+        with tempfile.TemporaryFile() as stdin:
+            stdin.write(request)
+            stdin.seek(0)
+            done = reaper.run(similarity_child(), timeout=SIMILARITY_SECONDS, limit=SIMILARITY_OUTPUT + 1,
+                              capture_output=True, stdin=stdin, cwd="/", preexec_fn=_similarity_limits())
+    except subprocess.TimeoutExpired:
+        return {"not_compared": f"comparing it took longer than {SIMILARITY_SECONDS:g} s"}
+    return _summary_of(done)
+
+
+def _summary_of(done):
+    """The summary a finished similarity child (a ``CompletedProcess``) gave, or why there is none."""
+    if done.returncode in (-signal.SIGXCPU, -signal.SIGKILL):
+        return {"not_compared": f"comparing it took longer than {SIMILARITY_SECONDS:g} s"}       # of CPU
+    if done.returncode == -signal.SIGXFSZ or len(done.stdout) > SIMILARITY_OUTPUT:
+        return {"not_compared": f"its summary was larger than {SIMILARITY_OUTPUT >> 20} MiB"}
+    if done.returncode and b"MemoryError" in done.stderr[-4096:]:
+        return {"not_compared": f"comparing it needed more than {SIMILARITY_MEMORY >> 20} MiB of memory"}
+    if done.returncode:
+        return {"not_compared": f"comparing it failed (exit status {done.returncode})"}
+    try:
+        summary = json.loads(done.stdout)
+    except ValueError:
+        summary = None
+    if not similarity.well_formed(summary):
+        return {"not_compared": "comparing it gave no summary"}
+    return summary
 
 
 def grade_one(located, copy, parts, users, **options):
@@ -610,7 +683,7 @@ def _batch(parser, args, interrupt):
         loaded = grade.references(parts, fresh_seed, solution, limits, jobs, python) if todo else None
         staging = staging_folder()
         os.chmod(staging, 0o711)                          # others may pass through, to their own copy alone
-        prepared = prepare(folder, [] if interrupt else todo, staging, interrupt, base)   # before any student code
+        prepared = prepare(folder, [] if interrupt else todo, staging, interrupt, base, jobs)   # before any student code
         options = dict(child=childspec.ChildSpec(None, limits, python=python), jobs=parts_at_once(jobs, at_once),
                        loaded=loaded,
                        template=template, gate=fairness.Gate(), reference_cells=cells)
