@@ -187,6 +187,18 @@ def canvas_student(name, roster):
     return None
 
 
+def _whose(name, roster, by_key, metadata):
+    """The students (indices in ``roster``) the submission ``name`` may be, ``by_key`` (key -> indices) and the
+    Gradescope ``metadata``; for a Canvas name, ``canvas_student``'s (student, attachment id) or none."""
+    if roster.kind == "canvas" and CANVAS_IDS.search(name):      # a Canvas name: its ids decide, or no one
+        return canvas_student(name, roster) or set()
+    whose = set()
+    if GRADESCOPE_NAME.match(name) and name in metadata:
+        for key in metadata[name]:
+            whose |= by_key.get(key, set())
+    return whose or set(by_key.get(_bare(name).lower(), ()))
+
+
 @dataclasses.dataclass
 class Matching:
     graded: dict                 # student index -> the submission graded for them
@@ -205,19 +217,10 @@ def match(names, roster, folder):
     claims = {}                  # student -> [(order, submission)]
     unmatched = []
     for position, name in enumerate(names):
-        whose, order = set(), (0, _handed_in(folder, name), position)
-        if roster.kind == "canvas" and CANVAS_IDS.search(name):      # a Canvas name: its ids decide, or no one
-            canvas = canvas_student(name, roster)
-            if canvas:
-                whose = {canvas[0]}
-                # the latest submission; of its files (Canvas names each file of it), a folder or an archive first
-                order = (canvas[1], _handed_in(folder, name), position)
-        else:
-            if GRADESCOPE_NAME.match(name) and name in metadata:
-                for key in metadata[name]:
-                    whose |= by_key.get(key, set())
-            if not whose:
-                whose = set(by_key.get(_bare(name).lower(), ()))
+        whose, order = _whose(name, roster, by_key, metadata), (0, _handed_in(folder, name), position)
+        if isinstance(whose, tuple):                      # Canvas's: (student, attachment id)
+            # the latest submission; of its files (Canvas names each file of it), a folder or an archive first
+            whose, order = {whose[0]}, (whose[1], _handed_in(folder, name), position)
         if len(whose) != 1:
             unmatched.append(name)
             continue
