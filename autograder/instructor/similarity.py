@@ -27,7 +27,6 @@ of its own, ``python -I -S similarity.py`` (this module imports only the standar
 on its standard input, the summary as JSON on its standard output, within a time, CPU, memory and output limit
 (``batch.similarity_summaries``).
 """
-import dataclasses
 import difflib
 import hashlib
 import json
@@ -35,6 +34,7 @@ import keyword
 import os
 import re
 import sys
+import typing
 
 K = 12                           # tokens per hashed k-gram
 WINDOW = 8                       # hashes per winnowing window: a match of K + WINDOW - 1 tokens is always seen
@@ -115,8 +115,7 @@ def _regions(source):
     return provided, inside
 
 
-@dataclasses.dataclass
-class Base:
+class Base(typing.NamedTuple):   # (not a dataclass: importing dataclasses was a third of a child's start)
     """The solution's files with regions in the course: their provided lines, and the solution's own code."""
     files: dict                  # path in mytorch -> provided lines (stripped of spacing)
     solution: list               # the solution's normalised tokens
@@ -202,8 +201,7 @@ def well_formed(summary):
         and all(isinstance(f, int) and not isinstance(f, bool) for f in summary["fingerprints"])
 
 
-@dataclasses.dataclass
-class Findings:
+class Findings(typing.NamedTuple):
     solution: list               # submissions identical to the solution
     near_solution: list          # (submission, share of its own code found in the solution), most first
     handout: list                # submissions with no code of their own
