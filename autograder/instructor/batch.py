@@ -25,7 +25,10 @@ before starting), nor the report, which the grader writes. A part that ran out o
 another submission's busy processes, say), or that the grader failed on (its disk filled by another, say), is
 graded again while no other submission runs (``fairness``).
 One submission that breaks anything (a copy refused, a tree too deep, a fault of the grader) scores 0 with
-the reason; the others are graded. Without ``--run-as`` it says plainly that there is no isolation.
+the reason; the others are graded. Without ``--run-as`` it says plainly that there is no isolation. What reads a
+submission's files before grading is bounded per submission: the locator and the copy by their limits, the
+class report's similarity check by a child of its own per submission, several at once, within a time, CPU,
+memory and output limit (``similarity_summaries``): one made to be slow to compare is reported as not compared.
 """
 import argparse
 import concurrent.futures
