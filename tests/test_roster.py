@@ -3,6 +3,7 @@ students, gradebook.csv carries the roster's ids (Canvas's import columns), and 
 matching no student and the students with none."""
 import csv
 import io
+import time
 
 import pytest
 
@@ -52,6 +53,47 @@ def test_canvas_names_match_the_roster_by_user_id_late_or_not(tmp_path):
     assert matching.graded == {0: names[0], 1: names[1], 2: "alee"}
     assert matching.superseded == [(names[2], "Roe, John")] and matching.unmatched == [names[3]]
     assert matching.without == []
+
+
+CRAFTED = CANVAS + ('"O_Brien, Mary_Ann",1004,S04,mob,Sec B,,6\n'
+                    '"a_1002 _99999999 _x",1005,S05,jroe2,Sec B,,5\n')    # a sortable name chosen to imitate ids
+
+
+def test_canvas_names_are_split_where_a_student_s_id_and_name_agree(tmp_path):
+    """Canvas writes name_userid_attachmentid_file, the name a sortable name without its punctuation (it may hold
+    '_', even '_<digits>_<digits>'), the file's name the student's own: no name made to imitate another student's
+    is credited to them or supersedes their submission."""
+    path = tmp_path / "roster.csv"
+    path.write_text(CRAFTED)
+    the_roster = roster.read(str(path))
+    assert [roster.canvas_name(s.name) for s in the_roster.students] == [
+        "doejane", "roejohn", "leeann", "o_brienmary_ann", "a_1002_99999999_x"]
+    john = "roejohn_LATE_1002_5002_hw3.zip"
+    crafted = {
+        "o_brienmary_ann_1004_6001_handin.tar": 3,                    # underscores in the name: hers
+        "doejane_1001_7001_roejohn_1002_99999999_handin.tar": 0,      # John's name and ids in Jane's file name
+        "a_1002_99999999_x_1005_7002_handin.tar": 4,                  # a name that reads as John's ids: its owner's
+        "jroe_9999_99999999_handin.tar": None,                        # not a student, named as John's login
+        "stranger_9999_5003_roejohn_1002_99999999_x.tar": None,       # not a student, John's ids in the file name
+        "leeann_1003_abc_x.tar": None,                                # no attachment id
+    }
+    for name, owner in crafted.items():
+        matching = roster.match([john, name], the_roster, str(tmp_path))
+        assert matching.graded[1] == john and (john, "Roe, John") not in matching.superseded, name
+        assert (matching.graded.get(owner) == name) if owner is not None else name in matching.unmatched, name
+    # the roster exported before the student renamed: her name no longer agrees, and her own id is not the first
+    # split's, which is John's: matches no one rather than John
+    path.write_text(CRAFTED.replace('"a_1002 _99999999 _x"', '"Fox, Ann"'))
+    matching = roster.match([john, "a_1002_99999999_x_1005_7002_handin.tar"], roster.read(str(path)), str(tmp_path))
+    assert matching.graded == {1: john} and matching.unmatched == ["a_1002_99999999_x_1005_7002_handin.tar"]
+
+
+def test_gradescope_metadata_is_read_in_linear_time(tmp_path):
+    (tmp_path / "submission_metadata.yml").write_text(METADATA + " " * (4 << 20) + "x\n")
+    start = time.monotonic()
+    assert roster.gradescope_metadata(str(tmp_path)) == {"submission_111": ["s01", "jdoe@uni.edu"],
+                                                         "submission_222": ["s99", "other@uni.edu"]}
+    assert time.monotonic() - start < 2                  # before: 20000 spaces took 6 s, 4 MiB of them days
 
 
 @pytest.fixture(scope="module")

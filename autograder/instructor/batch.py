@@ -25,7 +25,10 @@ before starting), nor the report, which the grader writes. A part that ran out o
 another submission's busy processes, say), or that the grader failed on (its disk filled by another, say), is
 graded again while no other submission runs (``fairness``).
 One submission that breaks anything (a copy refused, a tree too deep, a fault of the grader) scores 0 with
-the reason; the others are graded. Without ``--run-as`` it says plainly that there is no isolation.
+the reason; the others are graded. Without ``--run-as`` it says plainly that there is no isolation. What reads a
+submission's files before grading is bounded per submission: the locator and the copy by their limits, the
+class report's similarity check by a child of its own per submission, several at once, within a time, CPU,
+memory and output limit (``similarity_summaries``): one made to be slow to compare is reported as not compared.
 """
 import argparse
 import concurrent.futures
@@ -37,6 +40,7 @@ import pwd
 import re
 import signal
 import stat
+import subprocess
 import sys
 import tempfile
 import textwrap
@@ -212,11 +216,12 @@ def reclaim(copy):
     os.chmod(folder, 0o700)
 
 
-def prepare(folder, names, staging, interrupt=(), base=None):
+def prepare(folder, names, staging, interrupt=(), base=None, jobs=2):
     """Every submission of ``names`` located, unpacked and copied into ``staging`` before any student code runs:
     {name: (Located, the graded copy of its package, or the error that refused it, or None)}. Each
     submission's folder there may be passed through by others (to reach its own copy, once lent) but not read;
-    what it unpacked is root's alone."""
+    what it unpacked is root's alone. With ``base``, each copy's similarity summary too (``similarity_summaries``),
+    read before any student code runs."""
     prepared = {}
     for k, name in enumerate(names):
         if interrupt:                                     # Ctrl-C: nothing more is copied
@@ -226,10 +231,81 @@ def prepare(folder, names, staging, interrupt=(), base=None):
         os.chmod(where, 0o711)
         located = submissions.locate(folder, name, os.path.join(where, "unpacked"))
         copy = stage(located.package, os.path.join(where, "graded")) if located.package is not None else None
-        if base is not None and copy is not None and not isinstance(copy, Exception):
-            located.similarity = similarity.summary(copy, base)          # read before any student code runs
         prepared[name] = (located, copy)
+    if base is not None:
+        copies = {n: copy for n, (_, copy) in prepared.items() if copy is not None and not isinstance(copy, Exception)}
+        for name, summary in similarity_summaries(copies, base, jobs, interrupt).items():
+            prepared[name][0].similarity = summary
     return prepared
+
+
+SIMILARITY_SECONDS = 30          # wall-clock and CPU seconds of one submission's similarity child
+SIMILARITY_MEMORY = 1 << 30      # bytes of its address space
+SIMILARITY_OUTPUT = 8 << 20      # bytes of its summary read back
+
+
+def similarity_summaries(copies, the_base, jobs, interrupt=()):
+    """{name: its ``similarity.summary``} for ``copies`` ({name: its graded copy}), each from a child of its own
+    (``similarity_of``), ``jobs`` of them at once and at least two: a submission that keeps its child to the time
+    limit holds up no other. Those not compared because of Ctrl-C are left out."""
+    request = json.dumps(similarity.to_json(the_base))
+
+    def one(name):
+        return name, None if interrupt else similarity_of(copies[name], request)
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(2, jobs)) as pool:
+        return {name: summary for name, summary in pool.map(one, sorted(copies)) if summary is not None}
+
+
+def similarity_child():
+    """The command of a similarity child: this grader's Python, isolated (-I: no environment variable, user site
+    or current folder on its path) and without site (-S): ``similarity`` and the standard library alone."""
+    return [sys.executable, "-I", "-S", os.path.abspath(similarity.__file__)]
+
+
+def _similarity_limits():
+    import resource  # POSIX: imported in the parent, before the fork
+    cpu = int(SIMILARITY_SECONDS)
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+        resource.setrlimit(resource.RLIMIT_AS, (SIMILARITY_MEMORY, SIMILARITY_MEMORY))
+    return limit
+
+
+def similarity_of(copy, base_json):
+    """The summary of the package ``copy`` (``similarity.summary``, ``base_json`` its base as JSON text) from a
+    child of the grader's (``similarity_child``; it reads the student's files and runs none of them), or
+    ``{"not_compared": why}`` when it reached a bound of its own or of the child: its time, CPU, memory, output."""
+    request = f'{{"package": {json.dumps(copy)}, "base": {base_json}}}'.encode()
+    try:
+        with tempfile.TemporaryFile() as stdin:
+            stdin.write(request)
+            stdin.seek(0)
+            done = reaper.run(similarity_child(), timeout=SIMILARITY_SECONDS, limit=SIMILARITY_OUTPUT + 1,
+                              capture_output=True, stdin=stdin, cwd="/", preexec_fn=_similarity_limits())
+    except subprocess.TimeoutExpired:
+        return {"not_compared": f"comparing it took longer than {SIMILARITY_SECONDS:g} s"}
+    return _summary_of(done)
+
+
+def _summary_of(done):
+    """The summary a finished similarity child (a ``CompletedProcess``) gave, or why there is none."""
+    if done.returncode in (-signal.SIGXCPU, -signal.SIGKILL):
+        return {"not_compared": f"comparing it took longer than {SIMILARITY_SECONDS:g} s"}       # of CPU
+    if done.returncode == -signal.SIGXFSZ or len(done.stdout) > SIMILARITY_OUTPUT:
+        return {"not_compared": f"its summary was larger than {SIMILARITY_OUTPUT >> 20} MiB"}
+    if done.returncode and b"MemoryError" in done.stderr[-4096:]:
+        return {"not_compared": f"comparing it needed more than {SIMILARITY_MEMORY >> 20} MiB of memory"}
+    if done.returncode:
+        return {"not_compared": f"comparing it failed (exit status {done.returncode})"}
+    try:
+        summary = json.loads(done.stdout)
+    except ValueError:
+        summary = None
+    if not similarity.well_formed(summary):
+        return {"not_compared": "comparing it gave no summary"}
+    return summary
 
 
 def grade_one(located, copy, parts, users, **options):
@@ -509,31 +585,41 @@ def main(argv):
 
 
 def _batch(parser, args, interrupt):
-    if not os.path.isdir(args.folder):
-        parser.error(f"{args.folder} is not a folder")
-    folder = os.path.abspath(args.folder)
-    if preflight.grader_inside(folder):
-        parser.error(f"this grader was imported from inside {folder}: run it from its own copy, outside the "
-                     "submissions")
+    """The batch of ``args``: its plan, its report folder opened (or an earlier one resumed or set aside), every
+    submission to grade graded, then the class's tables. Its exit status."""
+    plan = _plan(parser, args)
+    folder_out, feedback = _open_report(parser, plan.report_dir)
+    run = _run_of(parser, args, plan, folder_out)
+    folder_out, feedback = _resume_or_set_aside(args, plan, run, folder_out, feedback)
+    payloads, todo = _graded_before(args, plan, run, feedback)
+    _grade_all(args, plan, run, feedback, payloads, todo, interrupt)
+    if interrupt:
+        again = "run it again without --regrade" if args.regrade else "run the same command"
+        print(f"interrupted after {len(payloads)} of {len(plan.names)}; {again} to continue", file=sys.stderr,
+              flush=True)
+        return 130
+    return _summary(args, plan, folder_out, payloads, run.base is not None)
+
+
+@dataclasses.dataclass
+class Plan:
+    """What a batch grades and where it reports, decided (every usage error said) before anything is written."""
+    folder: str                  # the class folder (absolute): every sub-folder or archive in it a submission
+    report_dir: str              # REPORT (absolute), outside it
+    course: object               # the course (``parts.course.Course``)
+    parts: list                  # its parts
+    roster: object               # the ``roster.Roster`` of --roster, or None
+    matching: object             # which submission is whose (``roster.Matching``), or None
+    names: list                  # the submissions, by name
+
+
+def _plan(parser, args):
+    """The ``Plan`` of ``args``: a usage error for a class folder, report folder or roster that cannot be used."""
+    folder = _class_folder(parser, args.folder)
     the_course = cli.load_course(parser)
     parts = the_course.parts()
-    report_dir = os.path.abspath(args.out or default_report(folder))
-    if interpreter.within(os.path.realpath(report_dir), os.path.realpath(folder)):   # a submission's place
-        parser.error(f"--out {report_dir} is inside {folder}, where every folder is a submission: give a folder "
-                     "outside it")
-    stranger = not_a_report(report_dir)
-    if stranger:                                      # something of the instructor's: never written over
-        parser.error(f"{report_dir} is not a report folder of this grader ({stranger}): name another with --out")
-    foreign = not_ours(report_dir)
-    if foreign:                                       # planted: never resumed from, never written into
-        parser.error(f"{report_dir} is not yours alone ({foreign}): another user may have made it to plant "
-                     "feedback or read every student's; remove it, or name another folder with --out")
-    the_roster = None
-    if args.roster:
-        try:
-            the_roster = roster.read(args.roster)
-        except roster.RosterError as error:
-            parser.error(f"--roster: {error}")
+    report_dir = _report_dir(parser, args.out, folder)
+    the_roster = _read_roster(parser, args.roster)
     names, ignored = submissions.find(folder)
     if the_roster is not None:                            # a student's file that is no archive: theirs, ungradable
         extra = roster.submission_files(ignored, the_roster, folder)
@@ -544,6 +630,47 @@ def _batch(parser, args, interrupt):
     print(f"Found {_count(len(names), 'submission')} in {folder}" + (
         f" (not submissions, left alone: {len(ignored)} other files at its top, e.g. "
         f"{untrusted.line(ignored[0], 60)})" if ignored else ""))
+    return Plan(folder, report_dir, the_course, parts, the_roster, matching, names)
+
+
+def _class_folder(parser, given):
+    if not os.path.isdir(given):
+        parser.error(f"{given} is not a folder")
+    folder = os.path.abspath(given)
+    if preflight.grader_inside(folder):
+        parser.error(f"this grader was imported from inside {folder}: run it from its own copy, outside the "
+                     "submissions")
+    return folder
+
+
+def _report_dir(parser, out, folder):
+    """REPORT: --out or beside the class folder; a usage error where it is inside the class folder, is not a report
+    folder of this grader, or is not this user's alone."""
+    report_dir = os.path.abspath(out or default_report(folder))
+    if interpreter.within(os.path.realpath(report_dir), os.path.realpath(folder)):   # a submission's place
+        parser.error(f"--out {report_dir} is inside {folder}, where every folder is a submission: give a folder "
+                     "outside it")
+    stranger = not_a_report(report_dir)
+    if stranger:                                      # something of the instructor's: never written over
+        parser.error(f"{report_dir} is not a report folder of this grader ({stranger}): name another with --out")
+    foreign = not_ours(report_dir)
+    if foreign:                                       # planted: never resumed from, never written into
+        parser.error(f"{report_dir} is not yours alone ({foreign}): another user may have made it to plant "
+                     "feedback or read every student's; remove it, or name another folder with --out")
+    return report_dir
+
+
+def _read_roster(parser, path):
+    if not path:
+        return None
+    try:
+        return roster.read(path)
+    except roster.RosterError as error:
+        parser.error(f"--roster: {error}")
+
+
+def _open_report(parser, report_dir):
+    """The report folder and its feedback folder (``class_report.Folder``s), made if need be, this user's alone."""
     try:
         folder_out = class_report.Folder(report_dir)
         keep_private(report_dir)
@@ -556,98 +683,142 @@ def _batch(parser, args, interrupt):
     if class_report.secret_problem():
         print(f"note: {class_report.secret_problem()}: a later run will not trust this one's feedback and grades "
               "everything again", file=sys.stderr)
-    fresh_seed = batch_seed(args, folder_out, the_course)
+    return folder_out, feedback
+
+
+@dataclasses.dataclass
+class Run:
+    """How a planned batch grades: on which cases, with which solution, sandbox users and Python."""
+    fresh_seed: object           # the fresh seed, or None: the stored cases
+    solution: str                # the solution's folder (``cli.resolve_solution``), or None
+    jobs: int                    # --jobs, or the default
+    users: object                # the identity pool of --run-as (``identities``), or None
+    python: str                  # the Python that runs student code
+    base: object                 # what the similarity check compares with (``similarity.Base``), or None
+    cells: object                # ``grade.reference_cells``
+    key: str                     # the grader key its feedback is recorded with (``class_report.grader_key``)
+
+
+def _run_of(parser, args, plan, folder_out):
+    """The ``Run`` of ``plan``; its notes on stderr (no isolation, the stored cases, the reference cells)."""
+    fresh_seed = batch_seed(args, folder_out, plan.course)
     solution = cli.resolve_solution(args, fresh_seed)
     jobs = args.jobs or grade.default_jobs()
     users, python = sandbox_users(parser, args.run_as, jobs, args.python, solution,
-                                  [(folder, "the submissions"), (report_dir, "the feedback and the class report")])
+                                  [(plan.folder, "the submissions"),
+                                   (plan.report_dir, "the feedback and the class report")])
     if users is None:
         print(no_isolation_warning(), file=sys.stderr)
     else:
-        preflight.refuse_writable(parser, users.users, [report_dir],
+        preflight.refuse_writable(parser, users.users, [plan.report_dir],
                                   "the report (give --out a folder only root may write)")
     if fresh_seed is None:
         print(stored_cases_note(), file=sys.stderr)
-    at_once = jobs if users is None else min(jobs, len(users.users))    # never two submissions per user
-    base = similarity_base(args.solution, the_course)
-    cells, cells_note = grade.reference_cells(the_course, parts, users is not None, args.solution)
+    base = similarity_base(args.solution, plan.course)
+    cells, cells_note = grade.reference_cells(plan.course, plan.parts, users is not None, args.solution)
     if cells_note:
         print(f"note: {cells_note}", file=sys.stderr)
-    key = class_report.grader_key(the_course, fresh_seed)
+    return Run(fresh_seed, solution, jobs, users, python, base, cells,
+               class_report.grader_key(plan.course, fresh_seed))
+
+
+def _resume_or_set_aside(args, plan, run, folder_out, feedback):
+    """The report folder and its feedback folder this run writes: the same, or, when it grades everything again
+    (``regrade_reason``), new ones, the earlier report moved aside and named; this run's record kept in it."""
     try:
         earlier = json.loads(folder_out.read(STATE))
     except (OSError, ValueError):
         earlier = {}
-    why = regrade_reason(args, earlier if isinstance(earlier, dict) else {}, earlier_keys(feedback), the_course,
-                         fresh_seed, key)
+    why = regrade_reason(args, earlier if isinstance(earlier, dict) else {}, earlier_keys(feedback), plan.course,
+                         run.fresh_seed, run.key)
     if why:                                               # never written over: the earlier report is kept, named
         feedback.close()
         folder_out.close()
-        aside = set_aside(report_dir)
-        if users is not None:                             # other students' feedback: no sandbox user reads it
+        aside = set_aside(plan.report_dir)
+        if run.users is not None:                         # other students' feedback: no sandbox user reads it
             os.chmod(aside, 0o700)
-        folder_out = class_report.Folder(report_dir)
-        keep_private(report_dir)
+        folder_out = class_report.Folder(plan.report_dir)
+        keep_private(plan.report_dir)
         feedback = folder_out.sub(class_report.FEEDBACK)
         print(f"Grading every submission again: {why}. The earlier report is kept in {aside}")
-    kept = {"fresh_seed": fresh_seed, "check": seed_check(the_course, fresh_seed), "seed": fresh_seed,
-            "course": the_course.to_toml(), "grader": class_report.grader_digest()}
+    kept = {"fresh_seed": run.fresh_seed, "check": seed_check(plan.course, run.fresh_seed), "seed": run.fresh_seed,
+            "course": plan.course.to_toml(), "grader": class_report.grader_digest()}
     folder_out.write(STATE, json.dumps(kept) + "\n")
+    return folder_out, feedback
+
+
+def _graded_before(args, plan, run, feedback):
+    """({name: results} an earlier run with the same grader key left, [the names still to grade])."""
     payloads = {}
     if not args.regrade:
-        payloads = {n: p for n in names for p in [class_report.read_feedback(feedback, n, key)] if p is not None}
-    todo = [n for n in names if n not in payloads]
+        payloads = {n: p for n in plan.names for p in [class_report.read_feedback(feedback, n, run.key)]
+                    if p is not None}
+    todo = [n for n in plan.names if n not in payloads]
     if payloads:
         print(f"Resuming: {len(payloads)} already graded by this grader on these cases (--regrade grades them "
               f"again); {len(todo)} to grade")
+    return payloads, todo
+
+
+def _grade_all(args, plan, run, feedback, payloads, todo, interrupt):
+    """Grade ``todo``, each one's feedback recorded (and put in ``payloads``) as it is graded; what this started
+    (zygotes, sandbox users, the copies) is gone when it returns, interrupted or not."""
     progress = Progress(len(todo))
-    lock = threading.Lock()
     staging = template = None
     try:
         reaper.become_subreaper()
-        template = zygotes.Template(python) if todo and zygotes.enabled() else None   # forks each one's zygote
+        template = zygotes.Template(run.python) if todo and zygotes.enabled() else None   # forks each one's zygote
         limits = cli.limits_of(args)
-        loaded = grade.references(parts, fresh_seed, solution, limits, jobs, python) if todo else None
+        loaded = grade.references(plan.parts, run.fresh_seed, run.solution, limits, run.jobs, run.python) \
+            if todo else None
         staging = staging_folder()
         os.chmod(staging, 0o711)                          # others may pass through, to their own copy alone
-        prepared = prepare(folder, [] if interrupt else todo, staging, interrupt, base)   # before any student code
-        options = dict(child=childspec.ChildSpec(None, limits, python=python), jobs=parts_at_once(jobs, at_once),
-                       loaded=loaded,
-                       template=template, gate=fairness.Gate(), reference_cells=cells)
-
-        def one(name):
-            if interrupt or name not in prepared:
-                return
-            start = time.monotonic()
-            located, copy = prepared[name]
-            results, reason = grade_one(located, copy, parts, users, **options)
-            if interrupt:                                 # graded while stopping: not recorded, graded next time
-                return
-            for result in results:
-                if result.alone:
-                    print(f"note: {_short(name, 30)}: part {result.part.number} {result.why_alone}; "
-                          "graded again alone", file=sys.stderr, flush=True)
-            with lock:
-                payloads[name] = record(feedback, the_course, located, results, reason, time.monotonic() - start,
-                                        key, fresh_seed)
-            progress.step()
-
+        prepared = prepare(plan.folder, [] if interrupt else todo, staging, interrupt, run.base, run.jobs)
+        at_once = run.jobs if run.users is None else min(run.jobs, len(run.users.users))   # one per user at most
+        options = dict(child=childspec.ChildSpec(None, limits, python=run.python),
+                       jobs=parts_at_once(run.jobs, at_once), loaded=loaded, template=template,
+                       gate=fairness.Gate(), reference_cells=run.cells)
+        one = _grader(plan, run, prepared, options, feedback, payloads, progress, interrupt)
         with concurrent.futures.ThreadPoolExecutor(max_workers=at_once) as pool:
             list(pool.map(one, todo))
     finally:
         if template is not None:
             template.close()
         reaper.end_orphans()
-        if users is not None:
-            users.close()
+        if run.users is not None:
+            run.users.close()
         if staging is not None:
             tree.remove(staging)
-    if interrupt:
-        again = "run it again without --regrade" if args.regrade else "run the same command"
-        print(f"interrupted after {len(payloads)} of {len(names)}; {again} to continue", file=sys.stderr, flush=True)
-        return 130
-    class_rows = class_report.write_class(folder_out, names, payloads, the_course, the_roster, matching,
-                                          compared=base is not None)
+
+
+def _grader(plan, run, prepared, options, feedback, payloads, progress, interrupt):
+    """What a pool's thread calls with a submission's name: grade it (``grade_one``) and record its feedback."""
+    lock = threading.Lock()
+
+    def one(name):
+        if interrupt or name not in prepared:
+            return
+        start = time.monotonic()
+        located, copy = prepared[name]
+        results, reason = grade_one(located, copy, plan.parts, run.users, **options)
+        if interrupt:                                     # graded while stopping: not recorded, graded next time
+            return
+        for result in results:
+            if result.alone:
+                print(f"note: {_short(name, 30)}: part {result.part.number} {result.why_alone}; "
+                      "graded again alone", file=sys.stderr, flush=True)
+        with lock:
+            payloads[name] = record(feedback, plan.course, located, results, reason, time.monotonic() - start,
+                                    run.key, run.fresh_seed)
+        progress.step()
+    return one
+
+
+def _summary(args, plan, folder_out, payloads, compared):
+    """The class's tables and report written, a line per submission and where everything is printed; the exit
+    status: 0 when every submission has its row."""
+    class_rows = class_report.write_class(folder_out, plan.names, payloads, plan.course, plan.roster, plan.matching,
+                                          compared=compared)
     if args.csv:
         with open(args.csv, "wb") as f:
             f.write(folder_out.read("scores.csv"))
@@ -655,7 +826,14 @@ def _batch(parser, args, interrupt):
         room = 80 - 30 - 1 - 7 - 2 - len(row["problem"]) - 2          # the row fits 80 columns
         why = f"  {row['problem']}: {_short(row['detail'], room)}" if row["problem"] else ""
         print(f"{_short(row['name'], 30):<30} {row['total']:>7.2f}{why}")
-    print(f"{_count(len(names), 'submission')} found, {_count(len(class_rows), 'row')} written:\n"
+    _print_where(plan, class_rows)
+    return 0 if len(class_rows) == len(plan.names) else 1
+
+
+def _print_where(plan, class_rows):
+    """How many rows were written for how many submissions, where each table is, and the roster's matching."""
+    report_dir, the_roster, matching = plan.report_dir, plan.roster, plan.matching
+    print(f"{_count(len(plan.names), 'submission')} found, {_count(len(class_rows), 'row')} written:\n"
           f"  scores     {os.path.join(report_dir, 'scores.csv')}\n"
           f"  feedback   {os.path.join(report_dir, class_report.FEEDBACK)}\n"
           f"  the class  {os.path.join(report_dir, 'report.md')} (its histogram: totals.svg)\n"
@@ -668,10 +846,9 @@ def _batch(parser, args, interrupt):
         print(f"  roster     {len(matching.graded)} of {len(the_roster.students)} students matched; "
               f"{_count(len(matching.unmatched), 'submission')} matching no student, "
               f"{_count(len(matching.without), 'student')} with none (report.md lists them)")
-        warning = roster.new_column_warning(the_roster, the_course.title)
+        warning = roster.new_column_warning(the_roster, plan.course.title)
         if warning:
             print(f"Warning: {warning}.")
-    return 0 if len(class_rows) == len(names) else 1
 
 
 if __name__ == "__main__":

@@ -335,8 +335,11 @@ def similarity_md(class_rows, compared):
                         "checkout)."]
     summaries = {r["name"]: r["similarity"] for r in class_rows if isinstance(r["similarity"], dict)}
     found = similarity.compare(summaries)
-    lines += [f"Compared the code {len(summaries)} submissions wrote themselves (the provided code left out; "
-              "names, spacing and comments do not count).", ""]
+    bounded = sorted((n, s["not_compared"]) for n, s in summaries.items() if n not in similarity.compared(summaries))
+    lines += [f"Compared the code {len(summaries) - len(bounded)} submissions wrote themselves (the provided code "
+              "left out; names, spacing and comments do not count).", ""]
+    lines += ["- Not compared, past a bound of the comparison: " + (
+        "; ".join(f"{_md_cell(n)} ({_md_cell(untrusted.line(str(why), 200))})" for n, why in bounded) or "none") + "."]
     for title, names in (("Identical to the solution", found.solution),
                          ("The untouched handout (no code of their own)", found.handout)):
         lines += [f"- {title}: " + (", ".join(_md_cell(n) for n in names) if names else "none") + "."]

@@ -9,20 +9,32 @@ Two rosters are read, told apart by their header:
 
 A submission is matched to a student by its name as each system names a download:
 
-    Canvas       login_userid_submissionid_file (``_LATE_`` may follow the login; the file's name may be left out):
-                 the Canvas user id is the roster's ID, else the login its SIS Login ID or its name without spaces
+    Canvas       name_userid_attachmentid_file (``_LATE`` may follow the name; the file's name may be left out):
+                 see ``canvas_student``
     Gradescope   submission_<id>, with submission_metadata.yml beside the folders (its export): the submitters'
                  SID or email
     any          a folder or archive named by one of the roster's ids (ID, SIS User ID, SIS Login ID, SID, email),
                  with an archive's ending left out
 
-A student with several submissions is graded on the latest (the highest Canvas submission id, and of its files a
+A student with several submissions is graded on the latest (the highest Canvas attachment id, and of its files a
 folder or an archive first; else the last name in order); the others are listed as superseded. A file at the top
 of the class folder that is neither a folder nor an archive is a submission too when it is named for a student
 (``submission_files``): it gets its row, 0 and the reason. gradebook.csv then has one row per student of the roster, with the
 roster's own ids (for Canvas, in the columns its gradebook import expects, the score under the assignment's own
 column when the export has one named for the course), and report.md lists the submissions that match no student
 and the students with none.
+
+Canvas's names, as its own code that makes the *Download Submissions* zip writes them (Canvas LMS's
+ContentZipper): ``<name>[_LATE]_<user id>_<attachment id>_<the file's name>``, where the name is the student's
+sortable name ("Doe, Jane") in lower case, every '_<digits>_' in it made '<digits>' (Canvas's own re-upload finds
+the ids as '_<digits>_'), and every character that is not a letter, digit or '_' removed: ``doejane``. It is no
+login: it may hold '_' (``o_brienmary_ann``), and even '_<digits>_<digits>_' (a sortable name such as
+"a_1 _2 _b", whose '_1 _' is not collapsed before the space goes); the file's name is the student's to choose, and
+may hold anything, another student's name and ids included. So neither the first nor the last pair of numbers
+decides (``canvas_student``): the split whose user id and name are one student's of the roster does; failing that
+(a student renamed since the export), the first split, if its user id is a student's and no other split's is.
+Anything else matches no student: a name made to imitate another student's is never credited to them, nor
+supersedes their submission. (Anonymous grading names files ``anon_<id>``, with no user id: they match no one.)
 """
 import csv
 import dataclasses
@@ -35,7 +47,7 @@ from autograder.sandbox import untrusted
 
 READ_LIMIT = 8 << 20             # bytes of a roster or a metadata file read
 CANVAS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
-CANVAS_NAME = re.compile(r"^(?P<login>[^_]+?)(?P<late>_LATE)?_(?P<user>\d+)_(?P<submission>\d+)(?:_.*)?$", re.S)
+CANVAS_IDS = re.compile(r"(?=_(\d+)_(\d+)(?:_|$))")      # every place '_<user id>_<attachment id>' may start
 GRADESCOPE_NAME = re.compile(r"^submission_(?P<submission>\d+)$")
 ENDINGS = (".tar.gz", ".tgz", ".tar", ".zip")
 
@@ -88,7 +100,7 @@ def read(path):
                 continue
             ids = {h: cell(row, h) for h in CANVAS}
             keys = {cell(row, "ID"), cell(row, "SIS User ID"), cell(row, "SIS Login ID"),
-                    re.sub(r"[\s,.'-]", "", cell(row, "Student"))}
+                    re.sub(r"[\s,.'-]", "", cell(row, "Student")), canvas_name(cell(row, "Student"))}
             students.append(Student(cell(row, "Student"), ids, tuple(k.lower() for k in keys if k)))
         return Roster("canvas", header, students)
     if "Email" in column and ("SID" in column or "Name" in column or "First Name" in column):
@@ -120,9 +132,10 @@ def gradescope_metadata(folder):
         if head:
             current = found.setdefault(head.group(1), [])
             continue
-        field = re.match(r"^\s*-?\s*:?(sid|email):\s*['\"]?([^'\"]*)['\"]?\s*$", line)
-        if field and current is not None and field.group(2).strip():
-            current.append(field.group(2).strip().lower())
+        field = re.match(r"-?[ \t]*:?(sid|email):(.*)", line.strip())    # one repeat per place: linear time
+        value = field.group(2).strip().strip("'\"").strip() if field else ""
+        if value and current is not None:
+            current.append(value.lower())
     return found
 
 
@@ -149,6 +162,43 @@ def _bare(name):
     return name
 
 
+def canvas_name(sortable):
+    """A student's name as Canvas's download writes it: ``sortable`` ("Doe, Jane") in lower case, '_<digits>_'
+    made '<digits>', without what is not a letter, digit or '_' (``doejane``)."""
+    return re.sub(r"\W", "", re.sub(r"_(\d+)_", r"\1", sortable).lower())
+
+
+def canvas_student(name, roster):
+    """(the index in ``roster`` of the student whose Canvas download ``name`` is, its attachment id), or None
+    (see the module's docstring): the split of ``name`` at a '_<user id>_<attachment id>' whose user id is a
+    student's ID and whose name before it (``_LATE`` left out) is that student's ``canvas_name``; else the first
+    split, when its user id is a student's and no other split's user id is one."""
+    by_id = {}
+    for k, student in enumerate(roster.students):
+        by_id.setdefault(student.ids.get("ID", ""), []).append(k)
+    splits = [(found.start(), found.group(1), int(found.group(2))) for found in CANVAS_IDS.finditer(name)]
+    known = [(at, user, attachment) for at, user, attachment in splits if len(by_id.get(user, ())) == 1]
+    agree = [(by_id[user][0], attachment) for at, user, attachment in known
+             if canvas_name(roster.students[by_id[user][0]].name) in (name[:at], name[:at].removesuffix("_LATE"))]
+    if len(agree) == 1:
+        return agree[0]
+    if not agree and len(known) == 1 and known[0] == splits[0]:
+        return by_id[known[0][1]][0], known[0][2]
+    return None
+
+
+def _whose(name, roster, by_key, metadata):
+    """The students (indices in ``roster``) the submission ``name`` may be, ``by_key`` (key -> indices) and the
+    Gradescope ``metadata``; for a Canvas name, ``canvas_student``'s (student, attachment id) or none."""
+    if roster.kind == "canvas" and CANVAS_IDS.search(name):      # a Canvas name: its ids decide, or no one
+        return canvas_student(name, roster) or set()
+    whose = set()
+    if GRADESCOPE_NAME.match(name) and name in metadata:
+        for key in metadata[name]:
+            whose |= by_key.get(key, set())
+    return whose or set(by_key.get(_bare(name).lower(), ()))
+
+
 @dataclasses.dataclass
 class Matching:
     graded: dict                 # student index -> the submission graded for them
@@ -167,17 +217,10 @@ def match(names, roster, folder):
     claims = {}                  # student -> [(order, submission)]
     unmatched = []
     for position, name in enumerate(names):
-        whose, order = set(), (0, _handed_in(folder, name), position)
-        canvas = CANVAS_NAME.match(name)
-        if canvas:
-            whose = set(by_key.get(canvas.group("user"), ()) or by_key.get(canvas.group("login").lower(), ()))
+        whose, order = _whose(name, roster, by_key, metadata), (0, _handed_in(folder, name), position)
+        if isinstance(whose, tuple):                      # Canvas's: (student, attachment id)
             # the latest submission; of its files (Canvas names each file of it), a folder or an archive first
-            order = (int(canvas.group("submission")), _handed_in(folder, name), position)
-        elif GRADESCOPE_NAME.match(name) and name in metadata:
-            for key in metadata[name]:
-                whose |= by_key.get(key, set())
-        if not whose:
-            whose = set(by_key.get(_bare(name).lower(), ()))
+            whose, order = {whose[0]}, (whose[1], _handed_in(folder, name), position)
         if len(whose) != 1:
             unmatched.append(name)
             continue

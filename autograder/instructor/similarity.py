@@ -18,15 +18,23 @@ fingerprints.
                                   smaller one's; each pair with that share; clusters are the pairs' connected
                                   groups
 
-Everything here reads files as the grader (after every student process is gone), bounded (``READ_LIMIT`` per
-file), and never runs them.
+Everything here reads files as the grader (after every student process is gone) and never runs them. Every
+student file is hostile input, so reading it is bounded: a file larger than READ_LIMIT or with more than LINES
+lines that are not blank, or own code of more than TOKENS tokens, is not compared (its summary says which bound,
+``not_compared``); no pattern repeats across a line's end; blank lines are left out before ``difflib`` matches
+lines (each matched every blank line of the provided code). A batch runs each submission's ``summary`` in a child
+of its own, ``python -I -S similarity.py`` (this module imports only the standard library): the request as JSON
+on its standard input, the summary as JSON on its standard output, within a time, CPU, memory and output limit
+(``batch.similarity_summaries``).
 """
-import dataclasses
 import difflib
 import hashlib
+import json
 import keyword
 import os
 import re
+import sys
+import typing
 
 K = 12                           # tokens per hashed k-gram
 WINDOW = 8                       # hashes per winnowing window: a match of K + WINDOW - 1 tokens is always seen
@@ -35,7 +43,9 @@ NEAR_SOLUTION = 0.8              # near-identical to the solution: this share of
 MIN_FINGERPRINTS = 8             # fewer own fingerprints than this: too little code to call it a pair
 # a region's first and last lines (spelt in two pieces: a built handout holds no marker, and this file ships in it)
 MARKERS = ("# BEGIN " + "SOLUTION", "# END " + "SOLUTION")
-READ_LIMIT = 1 << 20             # bytes of one file read
+READ_LIMIT = 1 << 20             # bytes of one file: a larger one is not compared
+LINES = 20000                    # lines of one file but blank ones: more are not compared (the solution's: <500)
+TOKENS = 100000                  # tokens of a submission's own code (the whole solution's own: ~10000)
 # the section whose TODOs a source file holds (as handout/sections.py, which tests compare)
 FILE_SECTIONS = {"rnn_cell.py": "1", "gru_cell.py": "2", "gru_block_cell.py": "3", "gmu_cell.py": "4",
                  "tgru_cell.py": "5", "recurrent.py": "6", "lstm_cell.py": "7", "ctc.py": "8",
@@ -49,7 +59,7 @@ TOKEN = re.compile(r"""
   | (?P<space>\s+)
   | (?P<op>\*\*=?|//=?|>>=?|<<=?|[-+*/%@&|^<>!=]=|->|:=|.)
 """, re.VERBOSE)
-STUB = re.compile(r"^\s*raise NotImplementedError\b.*$", re.M)
+STUB = re.compile(r"^[ \t]*raise NotImplementedError\b[^\n]*$", re.M)     # one line: [ \t], never \s
 KEPT_NAMES = set(keyword.kwlist) | {"self", "True", "False", "None"}
 
 
@@ -71,14 +81,23 @@ def tokens(code):
     return out
 
 
-def _read(path):
+class TooLarge(Exception):
+    """A submission's file or code is past a bound of the comparison; the message says which."""
+
+
+def _read(path, name=None):
+    """The text of the file at ``path`` ('' if there is none, or it is a link); past READ_LIMIT, ``TooLarge``
+    naming it as ``name`` (for the solution's own files, which are trusted: None, never raised)."""
     try:
         if os.path.islink(path) or not os.path.isfile(path):
             return ""
         with open(path, "rb") as f:
-            return f.read(READ_LIMIT).decode("utf-8", "replace")
+            data = f.read(READ_LIMIT + 1)
     except OSError:
         return ""
+    if name is not None and len(data) > READ_LIMIT:
+        raise TooLarge(f"its {name} is larger than {READ_LIMIT >> 20} MiB")
+    return data.decode("utf-8", "replace")
 
 
 def _regions(source):
@@ -96,8 +115,7 @@ def _regions(source):
     return provided, inside
 
 
-@dataclasses.dataclass
-class Base:
+class Base(typing.NamedTuple):   # (not a dataclass: importing dataclasses was a third of a child's start)
     """The solution's files with regions in the course: their provided lines, and the solution's own code."""
     files: dict                  # path in mytorch -> provided lines (stripped of spacing)
     solution: list               # the solution's normalised tokens
@@ -124,14 +142,21 @@ def base(solution, sections):
 
 
 def own_code(package, the_base):
-    """The normalised tokens of what the submission whose package is ``package`` wrote itself."""
+    """The normalised tokens of what the submission whose package is ``package`` wrote itself (``TooLarge``
+    past a bound). Blank lines hold no token and are left out of the match: each one matched every blank line
+    of the provided code, so that a file of blank lines took ``difflib`` half a minute."""
     out = []
     for rel, provided in sorted(the_base.files.items()):
-        lines = _read(os.path.join(package, rel)).splitlines()
-        matcher = difflib.SequenceMatcher(None, provided, [line.strip() for line in lines], autojunk=False)
+        lines = [line for line in _read(os.path.join(package, rel), rel).splitlines() if line.strip()]
+        if len(lines) > LINES:
+            raise TooLarge(f"its {rel} has more than {LINES} lines that are not blank")
+        matcher = difflib.SequenceMatcher(None, [line for line in provided if line], [line.strip() for line in lines],
+                                          autojunk=False)
         written = [line for tag, _, _, j1, j2 in matcher.get_opcodes() if tag in ("replace", "insert")
                    for line in lines[j1:j2]]
         out += tokens("\n".join(written)) + ["<file>"]
+        if len(out) > TOKENS:
+            raise TooLarge(f"its own code is longer than {TOKENS} tokens")
     return out
 
 
@@ -150,8 +175,12 @@ def fingerprints(token_list):
 
 def summary(package, the_base):
     """What the class report needs of one submission (kept in its feedback, so a resumed batch has it):
-    whether it wrote nothing, whether it is the solution, and its fingerprints outside the solution's."""
-    code = own_code(package, the_base)
+    whether it wrote nothing, whether it is the solution, and its fingerprints outside the solution's; or,
+    past a bound, ``{"not_compared": why}``."""
+    try:
+        code = own_code(package, the_base)
+    except TooLarge as error:
+        return {"not_compared": str(error)}
     written = [t for t in code if t != "<file>"]
     prints = fingerprints(code)
     return {"untouched": not written, "solution": bool(written) and written == [t for t in the_base.solution
@@ -160,8 +189,19 @@ def summary(package, the_base):
             "fingerprints": sorted(prints - the_base.common)}
 
 
-@dataclasses.dataclass
-class Findings:
+def well_formed(summary):
+    """Whether ``summary`` (read back from a child) is one ``summary`` gives."""
+    if not isinstance(summary, dict):
+        return False
+    if set(summary) == {"not_compared"}:
+        return isinstance(summary["not_compared"], str)
+    return set(summary) == {"untouched", "solution", "solution_share", "fingerprints"} \
+        and isinstance(summary["untouched"], bool) and isinstance(summary["solution"], bool) \
+        and isinstance(summary["solution_share"], (int, float)) and isinstance(summary["fingerprints"], list) \
+        and all(isinstance(f, int) and not isinstance(f, bool) for f in summary["fingerprints"])
+
+
+class Findings(typing.NamedTuple):
     solution: list               # submissions identical to the solution
     near_solution: list          # (submission, share of its own code found in the solution), most first
     handout: list                # submissions with no code of their own
@@ -169,8 +209,15 @@ class Findings:
     clusters: list               # lists of names, larger first (of three or more)
 
 
+def compared(summaries):
+    """Those of ``summaries`` ({submission: its ``summary``}) that were compared: none past a bound."""
+    return {n: s for n, s in summaries.items() if isinstance(s, dict) and "not_compared" not in s}
+
+
 def compare(summaries):
-    """The ``Findings`` for ``summaries`` ({submission: its ``summary``}; submissions without one are left out)."""
+    """The ``Findings`` for ``summaries`` ({submission: its ``summary``}; submissions without one, or not
+    compared, are left out)."""
+    summaries = compared(summaries)
     same = sorted(n for n, s in summaries.items() if s["solution"])
     untouched = sorted(n for n, s in summaries.items() if s["untouched"])
     near = sorted(((n, s["solution_share"]) for n, s in summaries.items() if not (s["solution"] or s["untouched"])
@@ -194,3 +241,24 @@ def compare(summaries):
             group[n] = merged
     clusters = sorted({frozenset(g) for g in group.values() if len(g) > 2}, key=lambda g: (-len(g), sorted(g)))
     return Findings(same, near, untouched, pairs, [sorted(g) for g in clusters])
+
+
+def to_json(the_base):
+    """``the_base`` as a JSON object (a child's request carries it)."""
+    return {"files": the_base.files, "solution": the_base.solution,
+            "solution_prints": sorted(the_base.solution_prints), "common": sorted(the_base.common)}
+
+
+def from_json(data):
+    return Base(data["files"], data["solution"], set(data["solution_prints"]), set(data["common"]))
+
+
+def main():
+    """A child's work: the request ``{"package": path, "base": to_json(...)}`` on standard input, the
+    ``summary`` on standard output, both JSON."""
+    request = json.load(sys.stdin)
+    json.dump(summary(request["package"], from_json(request["base"])), sys.stdout)
+
+
+if __name__ == "__main__":
+    main()
