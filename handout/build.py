@@ -146,11 +146,15 @@ def strip_notebook(path, target, solutions=False):
         if cell.get("cell_type") != "code":
             continue
         source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-        stripped, n = strip_source(source, f"{where} (cell {index + 1})", require_function=False)
+        stripped, n = strip_source(source, f"{where} (cell {index + 1})", require_function=False, stop="todo")
         count += n
         cell["source"] = stripped
         cell["outputs"], cell["execution_count"] = [], None
     notebook["cells"] = kept
+    code = "\n".join("".join(c["source"]) for c in kept if c.get("cell_type") == "code")
+    if count and not re.search(r"^from needs import [^\n]*\btodo\b", code, re.M):
+        raise BuildError(f"{where}: its exercises' TODOs raise todo(...): import it in a cell above them "
+                         "(from needs import todo)")
     os.makedirs(os.path.dirname(target), exist_ok=True)
     with open(target, "w", encoding="utf-8") as f:
         json.dump(notebook, f, indent=1, ensure_ascii=False)

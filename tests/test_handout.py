@@ -506,7 +506,7 @@ def test_each_notebook_names_the_parts_it_needs(built, tmp_path):
                              env=dict(os.environ, PYTHONPATH=""))
     lines = handout.stdout.splitlines()
     assert json.loads(lines[0]) == [p.number for p in spec.PARTS] + ["GRUCell fast path"], handout.stderr
-    assert lines[1] == "this notebook needs parts 2.1, 8.2-8.6; run `python -m autograder 2 8`"
+    assert lines[1] == "this section needs parts 2.1, 8.2-8.6; run `python -m autograder 2 8`"
     solution = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True,
                               env=dict(os.environ, PYTHONPATH=""))
     assert solution.stdout.splitlines()[0] == "[]", solution.stderr
