@@ -21,10 +21,14 @@ backward appears in its Markdown or LaTeX (see ``handout.equations``).
 Derivations: a notebook cell that derives or computes a graded quantity carries the cell tag ``derivation``,
 and is followed by one or more cells tagged ``exercise`` that say what to derive, the shapes, and which check
 (a gradcheck against the student's own code) tells when it is right. The student version drops the
-``derivation`` cells and keeps the ``exercise`` cells. ``solutions=True`` (``--solutions``; the course's
-``release_solutions``) is the version for after the deadline: the ``derivation`` cells kept and their
+``derivation`` cells and keeps the ``exercise`` cells. A result such an exercise asks for, stated as well in a
+docstring, a comment or a page of the assignment, sits in a ``BEGIN DERIVATION: <what students read instead> |
+answer: <the result>`` … ``END DERIVATION`` block (``handout.leaks``): replaced in the student version, and the
+build fails if an answer appears anywhere else. ``solutions=True`` (``--solutions``; the course's
+``release_solutions``) is the version for after the deadline: the ``derivation`` cells and blocks kept and the
 ``exercise`` cells dropped. Solution regions are stripped all the same, in ``mytorch/`` and in the notebooks:
-they are the graded code, and the leak check on code lines still holds.
+they are the graded code, and the leak check on code lines still holds. A notebook's TODO raises needs.py's
+``todo(...)``, which stops the notebook with the message alone, as ``needs(...)`` does.
 
 Gradescope version: ``setup.sh`` and ``run_autograder`` at the root, the grader, and the solution ``mytorch``
 under ``solution/`` so that every submission is graded on fresh cases (``--fresh-seed``) whose references come
@@ -47,7 +51,7 @@ from autograder.parts import course as courses
 from autograder.parts import data, spec
 from handout import sections
 from handout.equations import backward_equations, find_equation_leaks
-from handout.leaks import find_leaks, solution_lines
+from handout.leaks import DerivationError, derivation_answers, find_answer_leaks, find_leaks, hold_back, solution_lines
 from handout.markers import MarkerError, strip_source
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -63,7 +67,8 @@ def _ignore(folder, names):
     return {n for n in names if n == "__pycache__" or n.endswith(".pyc") or n.startswith(".")}
 
 
-def strip_tree(src, dst, pattern=".py", sources=None, keep=(), provided=None, removed=(), readable=None):
+def strip_tree(src, dst, pattern=".py", sources=None, keep=(), provided=None, removed=(), readable=None,
+               released=False):
     """Copy the .py files of ``src`` to ``dst`` with every solution region replaced. Returns the region count.
 
     The path of every file stripped is appended to ``sources`` when given. A file of a section in ``keep`` (left
@@ -71,7 +76,8 @@ def strip_tree(src, dst, pattern=".py", sources=None, keep=(), provided=None, re
     when section 6 (BPTT) is assigned (a cell's ``sequence_backward`` is a masked BPTT, walking time backwards),
     and its path (relative to ``dst``'s folder) is appended to ``provided``, and what it lets students read to
     ``readable`` ('file: Class.method'). A file of a section in ``removed`` ships as stubs that say its section is
-    not in the course."""
+    not in the course. A derivation a notebook exercise asks for, written out in a docstring or comment, is held
+    back unless ``released`` (``handout.leaks.hold_back``)."""
     count = 0
     for folder, dirs, files in os.walk(src):
         dirs[:] = sorted(d for d in dirs if d not in _ignore(folder, [d]))
@@ -103,6 +109,7 @@ def strip_tree(src, dst, pattern=".py", sources=None, keep=(), provided=None, re
                     sources.append(path)
                 stripped, n = strip_source(source, rel)
                 count += n
+            stripped = hold_back(stripped, rel, released)
             target = os.path.join(dst, os.path.relpath(path, src))
             os.makedirs(os.path.dirname(target), exist_ok=True)
             with open(target, "w", encoding="utf-8") as f:
@@ -139,6 +146,8 @@ def strip_notebook(path, target, solutions=False):
     cells = notebook.get("cells", [])
     check_derivations(cells, where)
     count, kept = 0, []
+    # a course notebook (it imports needs.py) stops at a TODO with needs' todo(...); any other, with the error
+    uses_needs = any("from needs import" in "".join(c.get("source", "")) for c in cells if c.get("cell_type") == "code")
     for index, cell in enumerate(cells):
         tags = _tags(cell)
         if (DERIVATION in tags and not solutions) or (EXERCISE in tags and solutions):
@@ -147,11 +156,16 @@ def strip_notebook(path, target, solutions=False):
         if cell.get("cell_type") != "code":
             continue
         source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-        stripped, n = strip_source(source, f"{where} (cell {index + 1})", require_function=False)
+        stripped, n = strip_source(source, f"{where} (cell {index + 1})", require_function=False,
+                                   stop="todo" if uses_needs else None)
         count += n
         cell["source"] = stripped
         cell["outputs"], cell["execution_count"] = [], None
     notebook["cells"] = kept
+    code = "\n".join("".join(c["source"]) for c in kept if c.get("cell_type") == "code")
+    if count and uses_needs and not re.search(r"^from needs import [^\n]*\btodo\b", code, re.M):
+        raise BuildError(f"{where}: its exercises' TODOs raise todo(...): import it in a cell above them "
+                         "(from needs import todo)")
     os.makedirs(os.path.dirname(target), exist_ok=True)
     with open(target, "w", encoding="utf-8") as f:
         json.dump(notebook, f, indent=1, ensure_ascii=False)
@@ -225,11 +239,15 @@ def check_no_markers(root):
                 continue
             if "BEGIN SOLUTION" in text or "END SOLUTION" in text:
                 raise BuildError(f"{os.path.relpath(path, root)} still holds a solution marker")
+            if "BEGIN DERIVATION" in text or "END DERIVATION" in text:
+                raise BuildError(f"{os.path.relpath(path, root)} still holds a derivation marker")
 
 
-def check_no_leaks(sources, root, provided=(), warn=None, equations=True):
+def check_no_leaks(sources, root, provided=(), warn=None, equations=True, answers=()):
     """A build error if a non-trivial line of a solution region of ``sources`` appears anywhere under ``root``,
-    or (``equations``) an equation of a graded backward in its Markdown or LaTeX.
+    or (``equations``) an equation of a graded backward in its Markdown or LaTeX, or one of ``answers`` (the
+    results of derivations held back, ``handout.leaks.derivation_answers``) anywhere, in a docstring or a
+    TODO's text as much as in a page.
 
     Lines found only in ``provided`` files (relative paths: the working code of sections a course leaves out)
     go to ``warn`` instead: the instructor chose to hand that code out, and is told what it gives away."""
@@ -245,6 +263,10 @@ def check_no_leaks(sources, root, provided=(), warn=None, equations=True):
         raise BuildError(f"{len(found)} solution line(s) would reach students outside their TODO "
                          f"(rewrite the other use, e.g. check the exercise against the library instead):\n"
                          f"{_listing(found, 'is also in')}")
+    found = find_answer_leaks(answers, root)
+    if found:
+        raise BuildError(f"{len(found)} held-back derivation result(s) would reach students (put the text inside "
+                         "its BEGIN DERIVATION block, or say it another way):\n" + _listing(found, "is written in"))
     found = find_equation_leaks(backward_equations(sources), root) if equations else []
     if found:
         raise BuildError(f"{len(found)} equation(s) of a graded backward would reach students (tag the cell "
@@ -318,8 +340,9 @@ def load(config):
         raise BuildError(str(error)) from None
 
 
-def copy_assignment(dst, course):
-    """The written assignment: the README with the course's point table, and the chosen sections' pages."""
+def copy_assignment(dst, course, released=False):
+    """The written assignment: the README with the course's point table, and the chosen sections' pages, their
+    derivations held back unless ``released``."""
     folder = os.path.join(HERE, "assignment")
     shipped = sections.pages(folder, course)
     os.makedirs(dst)
@@ -330,7 +353,7 @@ def copy_assignment(dst, course):
                 shutil.copy(source, os.path.join(dst, name))
             continue
         with open(source, encoding="utf-8") as f:
-            text = sections.render_page(name, f.read(), course, shipped)
+            text = hold_back(sections.render_page(name, f.read(), course, shipped), source, released)
         left_out = [f"{s}. {spec_name}" for s, spec_name in spec.SECTIONS.items() if s not in course.sections]
         if name == "README.md" and left_out:
             how = "provided as working code you may read" if course.left_out == "working" else \
@@ -392,7 +415,7 @@ def _build_handout(out, course, warn, solutions):
     sources, provided, readable = [], [], []       # files whose regions were stripped; files kept working
     try:
         regions = strip_tree(os.path.join(REPO, "mytorch"), os.path.join(out, "mytorch"), sources=sources,
-                             keep=keep, provided=provided, removed=removed, readable=readable)
+                             keep=keep, provided=provided, removed=removed, readable=readable, released=solutions)
         notebooks = os.path.join(REPO, "notebooks")
         unshipped = []
         if os.path.isdir(notebooks):
@@ -414,14 +437,19 @@ def _build_handout(out, course, warn, solutions):
                 elif name == "data" and os.path.isdir(os.path.join(notebooks, name)):    # texts a notebook reads
                     shutil.copytree(os.path.join(notebooks, name), os.path.join(out, "notebooks", name),
                                     ignore=_ignore)
-    except (MarkerError, KeyError) as error:
+        copy_assignment(os.path.join(out, "assignment"), course, released=solutions)
+        answers = [] if solutions else derivation_answers(
+            [os.path.join(folder, name) for folder, _, names in os.walk(os.path.join(REPO, "mytorch")) for name in names
+             if name.endswith(".py")] + [os.path.join(HERE, "assignment", name)
+                                         for name in sorted(os.listdir(os.path.join(HERE, "assignment")))
+                                         if name.endswith(".md")])
+    except (MarkerError, KeyError, DerivationError) as error:
         raise BuildError(str(error).strip('"')) from None
     copy_grader(os.path.join(out, "autograder"), course)
-    copy_assignment(os.path.join(out, "assignment"), course)
     shutil.copy(os.path.join(HERE, "student", "setup.py"), os.path.join(out, "setup.py"))
     write_student_readme(out, course)
     check_no_markers(out)
-    check_no_leaks(sources, out, provided, warn, equations=not solutions)
+    check_no_leaks(sources, out, provided, warn, equations=not solutions, answers=answers)
     if readable and warn is not None:
         hidden = " (their optional fast paths, a masked BPTT walking time backwards, are TODOs: section 6 is " \
                  "assigned)" if "6" in course.sections else ""

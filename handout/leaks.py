@@ -170,3 +170,89 @@ def find_leaks(solutions, root):
         if where is not None:
             leaks.append((source, line, where))
     return leaks
+
+
+# ---- derivations held back: an answer a notebook exercise asks for, written out in a docstring or a page
+
+DERIVATION_BEGIN = re.compile(r"^(?P<indent>[ \t]*)(?:<!--\s*)?BEGIN DERIVATION: (?P<spec>.*?)\s*(?:-->)?\s*$")
+DERIVATION_END = re.compile(r"^[ \t]*(?:<!--\s*)?END DERIVATION\s*(?:-->)?\s*$")
+
+
+class DerivationError(ValueError):
+    """A derivation block is malformed (the message says where)."""
+
+
+def derivation_blocks(lines, where):
+    """[(begin, end, indent, what the student reads instead, [answers])] of ``lines``.
+
+    A block is a ``BEGIN DERIVATION: <what the student reads instead> | answer: <text> | answer: <text>`` line
+    and an ``END DERIVATION`` line (each may sit in an HTML comment, in a page); the answers are the forms in
+    which the held-back result is written, which must not reach a student anywhere else."""
+    blocks, begin = [], None
+    for k, line in enumerate(lines):
+        if (match := DERIVATION_BEGIN.match(line)) is not None:
+            if begin is not None:
+                raise DerivationError(f"{where}:{k + 1}: BEGIN DERIVATION inside another (line {begin[0] + 1})")
+            begin = (k, match)
+        elif DERIVATION_END.match(line):
+            if begin is None:
+                raise DerivationError(f"{where}:{k + 1}: END DERIVATION without a BEGIN DERIVATION")
+            start, match = begin
+            instead, *answers = [part.strip() for part in match.group("spec").split(" | ")]
+            if not answers or not all(a.startswith("answer: ") for a in answers):
+                raise DerivationError(f"{where}:{start + 1}: BEGIN DERIVATION: <what students read instead> | "
+                                      "answer: <the result held back> (one or more answers)")
+            blocks.append((start, k, match.group("indent"), instead, [a[len("answer: "):] for a in answers]))
+            begin = None
+    if begin is not None:
+        raise DerivationError(f"{where}:{begin[0] + 1}: BEGIN DERIVATION without an END DERIVATION")
+    return blocks
+
+
+def hold_back(text, where, released):
+    """``text`` with each derivation block replaced by what students read instead (``released``: the block kept,
+    its marker lines removed)."""
+    lines = text.split("\n")
+    blocks = derivation_blocks(lines, where)
+    out, previous = [], 0
+    for begin, end, indent, instead, _ in blocks:
+        out += lines[previous:begin]
+        out += lines[begin + 1:end] if released else [indent + instead]
+        previous = end + 1
+    return "\n".join(out + lines[previous:])
+
+
+def _squeezed(text):
+    return re.sub(r"\s+", "", text).replace("−", "-")
+
+
+def derivation_answers(paths):
+    """Every answer of every derivation block of ``paths``: [('file:line', answer)]."""
+    found = []
+    for path in paths:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().split("\n")
+        found += [(f"{path}:{begin + 1}", answer) for begin, _, _, _, answers in derivation_blocks(lines, path)
+                  for answer in answers]
+    return found
+
+
+def find_answer_leaks(answers, root):
+    """The held-back answers (from ``derivation_answers``) written anywhere in the built ``root``: a docstring,
+    a TODO's text, a comment, a page or a notebook cell, whitespace ignored. [(block, answer, 'file:line')]."""
+    leaks = []
+    wanted = [(source, answer, _squeezed(answer)) for source, answer in answers]
+    for folder, dirs, names in os.walk(root):
+        dirs.sort()
+        for name in sorted(names):
+            path = os.path.join(folder, name)
+            try:
+                chunks = _source_lines(path)
+            except (UnicodeDecodeError, ValueError):
+                continue
+            for where, lines in chunks:
+                for k, line in enumerate(lines):
+                    squeezed = _squeezed(line)
+                    leaks += [(source, answer, f"{os.path.relpath(where, root)}:{k + 1}")
+                              for source, answer, key in wanted if key in squeezed]
+    return leaks

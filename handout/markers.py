@@ -16,7 +16,7 @@ import re
 
 BEGIN = re.compile(r"^(?P<indent>\s*)#\s*BEGIN SOLUTION\b(?P<text>.*)$")
 END = re.compile(r"^(?P<indent>\s*)#\s*END SOLUTION\b")
-TODO_BLOCK = re.compile(r"^(?P<indent>[ \t]*)# TODO: .*\n(?P=indent)raise NotImplementedError\(.*\)\n", re.M)
+TODO_BLOCK = re.compile(r"^(?P<indent>[ \t]*)# TODO: .*\n(?P=indent)raise (NotImplementedError|todo)\(.*\)\n", re.M)
 
 
 class MarkerError(Exception):
@@ -98,8 +98,11 @@ def describe(region, lines, tree, function):
     return " and ".join(words) or "complete this step"
 
 
-def strip_source(source, where, require_function=True, keep=None, removed=None):
+def strip_source(source, where, require_function=True, keep=None, removed=None, stop=None):
     """``source`` with every region replaced by its TODO, and the number of regions replaced.
+
+    ``stop``: what the TODO raises instead of ``NotImplementedError`` (a notebook's ``todo``, from its
+    needs.py, which stops the notebook with the message alone).
 
     ``keep(region)`` true: that region's body stays, its marker lines removed (working code). ``removed``: the
     reason a region is not the student's to write (its section is not in the course), said by the stub that
@@ -138,7 +141,7 @@ def strip_source(source, where, require_function=True, keep=None, removed=None):
             continue
         where_to_look = " (see the module docstring and assignment/)" if require_function else ""
         out.append(f"{region.indent}# TODO: {what}{where_to_look}")
-        out.append(f"{region.indent}raise NotImplementedError({(label + ': ' + what)!r})")
+        out.append(f"{region.indent}raise {stop or 'NotImplementedError'}({(label + ': ' + what)!r})")
         previous = region.end + 1
     out += lines[previous:]
     return "\n".join(out), count

@@ -195,14 +195,16 @@ part_ranges = _load_needs().part_ranges          # '1.1-1.2, 6.1', as the notebo
 
 
 def notebook_needs(notebook):
-    """The graded parts a notebook (its JSON) names in its ``needs(...)`` call, in order."""
+    """The graded parts a notebook (its JSON) runs: every part named in its ``needs(...)`` calls (each section
+    calls it with its own parts), each once, in the course's order. A notebook ships only if the course has
+    (or ships as working code) every section these belong to: see ``handout.build``."""
+    found = []
     for cell in notebook.get("cells", []):
         if cell.get("cell_type") == "code":
             source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-            found = NEEDS.search(source)
-            if found:
-                return [n for n in re.findall(r'"([^"]+)"', found.group(1)) if re.fullmatch(r"\d\.\d+", n)]
-    return []
+            for call in NEEDS.finditer(source):
+                found += [n for n in re.findall(r'"([^"]+)"', call.group(1)) if re.fullmatch(r"\d\.\d+", n)]
+    return sorted(set(found), key=lambda n: tuple(map(int, n.split("."))))
 
 
 def _joined(words):

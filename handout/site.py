@@ -181,6 +181,16 @@ def execute_notebooks(paths, library_root, cache_dir, workers=None):
     return done
 
 
+NEEDS_SAID = re.compile(r"^(this notebook|this section)? ?runs parts .*\n?", re.MULTILINE)
+
+
+def _without_needs(output):
+    """A stream output without the lines needs(...) printed."""
+    text = "".join(output["text"]) if isinstance(output["text"], list) else output["text"]
+    output["text"] = NEEDS_SAID.sub("", text)
+    return output
+
+
 def shown_notebook(build_path, executed, target, solutions=False):
     """The build's notebook ``build_path`` with the outputs of ``executed`` attached by cell id, written to
     ``target`` for myst-nb to render as is (execution off). With ``solutions`` each code cell shows the
@@ -195,9 +205,12 @@ def shown_notebook(build_path, executed, target, solutions=False):
         lines = (ran.source if solutions and ran is not None else _source(cell)).split("\n")
         cell["source"] = "\n".join(line for line in lines if not (BEGIN.match(line) or END.match(line)))
         if ran is not None:
-            # what needs(...) prints lists every part the instructor's run had, not the course's: not shown
+            # what needs(...) prints lists every part the instructor's run had, not the course's: not shown (a
+            # section's other printed lines are)
             says_needs = NEEDS_CALL.search(cell["source"]) is not None
-            cell["outputs"] = [dict(o) for o in ran.outputs if not (says_needs and o.get("output_type") == "stream")]
+            cell["outputs"] = [_without_needs(dict(o)) if says_needs and o.get("output_type") == "stream" else dict(o)
+                               for o in ran.outputs]
+            cell["outputs"] = [o for o in cell["outputs"] if not (o.get("output_type") == "stream" and not o["text"])]
             cell["execution_count"] = ran.execution_count
     notebook.setdefault("metadata", {})["mystnb"] = {"execution_mode": "off"}
     with open(target, "w", encoding="utf-8") as f:

@@ -1,7 +1,13 @@
-"""Which of your graded parts a notebook runs, and which of them are still TODOs.
+"""Which of your graded parts a notebook runs, which of them are still TODOs, and checks that say what differs.
 
     from needs import needs
     needs("1.1", "1.2", "6.1")        # prints what is missing, and stops the notebook there if anything is
+
+Each section of a notebook calls ``needs`` with the parts its own cells run, so a notebook runs as far as
+the parts written so far take it. ``check("dW_hh", got, want)`` prints one line per array ("dW_hh: max rel
+error 3.1e-12 ✓") and stops the notebook with what differs (shape, where, by how much) when they disagree;
+``expect(condition, message)`` does the same for a check that is not an array comparison. An exercise left
+as a TODO in a notebook stops with ``raise todo("what to write")``, in the same plain words.
 
 Each part is tried on a tiny input; a part whose code still raises ``NotImplementedError`` (a TODO not written
 yet) is missing. Nothing here grades anything: a part that runs may still be wrong, and
@@ -161,6 +167,90 @@ def part_ranges(parts):
     return ", ".join(f"{s}.{a}" if a == b else f"{s}.{a}-{s}.{b}" for s, a, b in groups)
 
 
+class Stop(Exception):
+    """A plain stop: Jupyter (IPython) shows the message alone, not a traceback into this file."""
+
+    heading = None
+
+    def _render_traceback_(self):
+        return ([self.heading] if self.heading else []) + [f"  {line}" for line in str(self).split("\n")]
+
+
+class NotWritten(Stop, NotImplementedError):
+    """An exercise of this notebook is still a TODO (the message says what to write in it)."""
+
+    heading = "The notebook stops here until you write this cell's exercise:"
+
+
+def todo(what):
+    """The stop a notebook exercise's TODO raises: ``raise todo("rnn_step_backward: compute da")``."""
+    return NotWritten(what)
+
+
+class CheckFailed(Stop, AssertionError):
+    """A check of this notebook disagrees (the message says what, where and by how much)."""
+
+    heading = "A check failed; the notebook stops here:"
+
+
+def _where(index):
+    return "[" + ", ".join(str(int(i)) for i in index) + "]"
+
+
+def check(name, got, want, tol=1e-10):
+    """Print ``name: max rel error …`` and stop with what differs unless ``got`` matches ``want``.
+
+    The error is the largest |got − want| over the largest |want| (the absolute difference when ``want`` is
+    all zeros); ``got`` and ``want`` are arrays (or anything NumPy makes one of) of the same shape."""
+    import numpy as np
+    got, want = np.asarray(got, dtype=float), np.asarray(want, dtype=float)
+    if got.shape != want.shape:
+        raise CheckFailed(f"{name} has shape {got.shape}, but should have shape {want.shape}: compare how "
+                          "each axis is made")
+    if not np.isfinite(got).all():
+        bad = np.argwhere(~np.isfinite(got))[0]
+        raise CheckFailed(f"{name} holds {got[tuple(bad)]} at {_where(bad)} ({int((~np.isfinite(got)).sum())} "
+                          "entries not finite): look for an overflow or a division by zero")
+    scale = float(np.abs(want).max()) if want.size else 0.0
+    diff = np.abs(got - want)
+    error = float(diff.max()) / (scale if scale > 0 else 1.0) if diff.size else 0.0
+    kind = "max rel error" if scale > 0 else "max abs error"            # against zeros: the difference itself
+    if error <= tol:
+        print(f"{name}: {kind} {error:.1e} ✓")
+        return error
+    at = np.unravel_index(int(np.argmax(diff)), diff.shape)
+    raise CheckFailed(f"{name}: {kind} {error:.1e}, above the tolerance {tol:.0e}\n"
+                      f"the largest difference is at {_where(at)}: {got[at]:.6g} where {want[at]:.6g} is expected "
+                      f"(off by {diff[at]:.2e}); {int((diff > tol * (scale or 1.0)).sum())} of {diff.size} entries "
+                      "differ")
+
+
+def check_below(name, value, limit):
+    """Print ``name: 1.2e-09 ✓`` and stop unless the number ``value`` is below ``limit``."""
+    value = float(value)
+    if value < limit:
+        print(f"{name}: {value:.1e} ✓ (below {limit:.0e})")
+        return value
+    raise CheckFailed(f"{name} is {value:.2e}, which should be below {limit:.0e}")
+
+
+def check_errors(errors, limit=1e-6, title="finite differences"):
+    """A relative error per parameter or input (as ``mytorch.gradcheck`` returns them): one line each, and a
+    stop naming every one at or above ``limit``."""
+    for name, value in errors.items():
+        print(f"{title}, {name}: rel error {value:.1e} {'✓' if value < limit else '✗'}")
+    wrong = [name for name, value in errors.items() if not value < limit]
+    if wrong:
+        raise CheckFailed(f"{title}: {', '.join(wrong)} off by a relative error of {limit:.0e} or more: the "
+                          "gradients of these disagree with the change the loss really makes")
+
+
+def expect(condition, message):
+    """Stop with ``message`` (what is wrong, and what to look at) unless ``condition`` holds."""
+    if not condition:
+        raise CheckFailed(message)
+
+
 class MissingParts(Exception):
     """Parts this notebook runs are still TODOs (the message says which, and how to grade them).
 
@@ -184,20 +274,21 @@ def missing(*parts):
 
 
 def needs(*parts):
-    """Stop the notebook with a clear message if any of ``parts`` is still a TODO."""
+    """Stop the notebook with a clear message if any of ``parts`` is still a TODO: a section's first cell
+    names the parts its own cells run, so the notebook runs as far as the parts written so far take it."""
     absent = missing(*parts)
     graded = sorted((p for p in absent if p in PROBES), key=lambda p: tuple(map(int, p.split("."))))
     optional = [p for p in absent if p not in PROBES]
     if not absent:
-        print(f"this notebook runs parts {part_ranges([p for p in parts if p in PROBES])}"
+        print(f"this section runs parts {part_ranges([p for p in parts if p in PROBES])}"
               + (f" and the optional {', '.join(p for p in parts if p in OPTIONAL)}" if set(parts) & set(OPTIONAL)
                  else "") + ": all written")
         return
     lines = []
     if graded:
         sections = sorted({p.split(".")[0] for p in graded}, key=int)
-        lines.append(f"this notebook needs parts {part_ranges(graded)}; run `python -m autograder {' '.join(sections)}`")
+        lines.append(f"this section needs parts {part_ranges(graded)}; run `python -m autograder {' '.join(sections)}`")
     for piece in optional:
-        lines.append(f"this notebook needs the {piece} (optional, not graded: its TODOs are sequence_forward and "
+        lines.append(f"this section needs the {piece} (optional, not graded: its TODOs are sequence_forward and "
                      "sequence_backward)")
     raise MissingParts("\n".join(lines))

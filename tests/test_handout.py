@@ -344,7 +344,8 @@ def test_derivations_are_exercises_until_released(built, released):
             ["".join(c["source"]) for c in held]
         for cell in _tagged(student, build.EXERCISE):           # each exercise names its check
             text = "".join(cell["source"])
-            assert "right when" in text and any(k in text for k in ("gradcheck", "finite", "np.allclose")), (name, text)
+            assert "right when" in text and any(k in text for k in ("gradcheck", "finite", "np.allclose", "max rel error")), \
+                    (name, text)
     # the same code regions are stripped in both versions
     for name in ("02_gru_cell.ipynb", "08_lstm_cell.ipynb"):
         assert "# END SOLUTION" not in open(os.path.join(released, "notebooks", name)).read()
@@ -506,7 +507,7 @@ def test_each_notebook_names_the_parts_it_needs(built, tmp_path):
                              env=dict(os.environ, PYTHONPATH=""))
     lines = handout.stdout.splitlines()
     assert json.loads(lines[0]) == [p.number for p in spec.PARTS] + ["GRUCell fast path"], handout.stderr
-    assert lines[1] == "this notebook needs parts 2.1, 8.2-8.6; run `python -m autograder 2 8`"
+    assert lines[1] == "this section needs parts 2.1, 8.2-8.6; run `python -m autograder 2 8`"
     solution = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True,
                               env=dict(os.environ, PYTHONPATH=""))
     assert solution.stdout.splitlines()[0] == "[]", solution.stderr

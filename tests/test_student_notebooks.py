@@ -55,7 +55,7 @@ def test_a_notebook_whose_parts_are_todos_stops_with_a_plain_message(tmp_path):
     text = proc.stdout + proc.stderr
     assert proc.stdout.strip().endswith("stopped"), text
     assert "The notebook stops here until you write what it runs:" in text
-    assert "this notebook needs parts 1.1-1.2, 6.1; run `python -m autograder 1 6`" in text
+    assert "this section needs parts 1.1-1.2, 6.1; run `python -m autograder 1 6`" in text
     assert "Traceback" not in text and "needs.py" not in text and "MissingParts" not in text, text
 
 
@@ -172,3 +172,112 @@ def test_with_no_course_in_sight_the_first_cell_says_where_it_looked(tmp_path):
     assert text.rstrip().endswith("stopped"), text
     assert "No notebooks/needs.py in " in text and ", above it or one folder down: put the course's folder" in text
     assert "Traceback" not in text and "NotFound" not in text, text
+
+
+def test_a_notebook_needs_the_union_of_its_sections_parts():
+    """Each section calls needs(...) with its own parts; the README and the partial-course build read them all."""
+    from handout import sections
+    cell = lambda text: {"cell_type": "code", "source": text}          # noqa: E731
+    notebook = {"cells": [cell('needs("8.1", "8.2")\nx = 1'), {"cell_type": "markdown", "source": 'needs("9.9")'},
+                          cell('y = 2\nneeds("2.1")\nneeds("8.2", "GRUCell fast path")'), cell("needs()")]}
+    assert sections.notebook_needs(notebook) == ["2.1", "8.1", "8.2"]
+    with open(os.path.join(REPO, "notebooks", "09_ctc.ipynb")) as f:
+        ctc = json.load(f)
+    first = next(c for c in ctc["cells"] if c["cell_type"] == "code" and "needs(" in "".join(c["source"])
+                 and "from needs import needs  #" not in "".join(c["source"]))
+    assert 'needs("8.1", "8.2", "8.3", "8.4")' in "".join(first["source"])        # the α/β cells need no more
+    assert sections.notebook_needs(ctc) == ["2.1", "2.2", "6.2"] + [f"8.{k}" for k in range(1, 10)]
+
+
+def _in_ipython(code, cwd):
+    script = ("from IPython.core.interactiveshell import InteractiveShell\n"
+              "shell = InteractiveShell.instance()\n"
+              f"result = shell.run_cell({code!r})\n"
+              "print('stopped' if not result.success else 'ran')\n")
+    proc = subprocess.run([sys.executable, "-c", script], cwd=cwd, capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, PYTHONPATH=REPO))
+    return proc.stdout + proc.stderr
+
+
+def test_a_check_prints_one_line_per_array_and_stops_plainly_with_what_differs():
+    """CS231n-style: one line per array that agrees; on a disagreement a stop that says where and by how much
+    (or which shapes), not an AssertionError's traceback."""
+    notebooks = os.path.join(REPO, "notebooks")
+    text = _in_ipython("import numpy as np\nfrom needs import check\n"
+                       "want = np.arange(6.0).reshape(2, 3)\ncheck('dW_hh', want * (1 + 1e-13), want)\n"
+                       "got = want.copy(); got[1, 2] += 0.5\ncheck('dW_ih', got, want)", notebooks)
+    assert "dW_hh: max rel error 2.0e-13 ✓" in text or "dW_hh: max rel error 1.0e-13 ✓" in text, text
+    assert text.rstrip().endswith("stopped"), text
+    assert "A check failed; the notebook stops here:" in text
+    assert "dW_ih: max rel error 1.0e-01, above the tolerance 1e-10" in text
+    assert "the largest difference is at [1, 2]: 5.5 where 5 is expected (off by 5.00e-01); 1 of 6 entries differ" in text
+    assert "Traceback" not in text and "AssertionError" not in text and "needs.py" not in text, text
+    text = _in_ipython("import numpy as np\nfrom needs import check\ncheck('dx', np.zeros((3, 2)), np.zeros((2, 3)))",
+                       notebooks)
+    assert "dx has shape (3, 2), but should have shape (2, 3)" in text and "Traceback" not in text, text
+    text = _in_ipython("from needs import expect\nexpect(1 > 2, 'the RNN should lose its gradient fastest')", notebooks)
+    assert "the RNN should lose its gradient fastest" in text and "Traceback" not in text, text
+
+
+def test_a_notebook_exercise_left_to_write_stops_plainly(tmp_path):
+    """A solution region in a notebook becomes a TODO that raises needs' todo(...): the notebook stops with what to
+    write, in the words needs() uses, not a NotImplementedError's traceback; without the import the build says so."""
+    nbformat = pytest.importorskip("nbformat")
+    cells = [nbformat.v4.new_code_cell("from needs import todo\n\n\ndef step(x):\n    \"\"\"Returns 2 x.\"\"\"\n"
+                                       "    # BEGIN SOLUTION\n    return 2 * x\n    # END SOLUTION\n\n\nstep(1)")]
+    path = tmp_path / "n.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=cells), str(path))
+    build.strip_notebook(str(path), str(tmp_path / "out" / "n.ipynb"))
+    source = json.load(open(tmp_path / "out" / "n.ipynb"))["cells"][0]["source"]
+    source = "".join(source) if isinstance(source, list) else source
+    assert "raise todo('step: complete the function (its docstring says what it returns)')" in source
+    text = _in_ipython(source, os.path.join(REPO, "notebooks"))
+    assert text.rstrip().endswith("stopped"), text
+    assert "The notebook stops here until you write this cell's exercise:" in text
+    assert "step: complete the function (its docstring says what it returns)" in text
+    assert "Traceback" not in text and "NotImplementedError" not in text and "NotWritten" not in text, text
+    cells[0].source = cells[0].source.replace("from needs import todo\n", "from needs import needs\n")
+    nbformat.write(nbformat.v4.new_notebook(cells=cells), str(path))
+    with pytest.raises(build.BuildError, match=r"import it in a cell above them \(from needs import todo\)"):
+        build.strip_notebook(str(path), str(tmp_path / "out" / "n.ipynb"))
+
+
+def test_the_site_drops_only_what_needs_printed():
+    """A section's cell that calls needs(...) keeps its own printed lines on the site; needs' line goes."""
+    from handout import site
+    output = {"output_type": "stream", "name": "stdout",
+              "text": "this section runs parts 1.2: all written\ndx: max rel error 0.0e+00 ✓\n"}
+    assert site._without_needs(dict(output))["text"] == "dx: max rel error 0.0e+00 ✓\n"
+
+
+def test_a_held_back_answer_is_found_in_a_docstring_or_a_todo_and_the_build_holds_ctcs_back(tmp_path, built_handout):
+    """The result a notebook exercise asks for, declared by its BEGIN DERIVATION block, is found wherever else it is
+    written: a docstring, the text of a TODO, a page. The student build holds part 8.6's back (its docstrings, the
+    TODO, the page); with the derivations released the block is kept."""
+    from handout.leaks import derivation_answers, find_answer_leaks, hold_back
+    source = tmp_path / "src.py"
+    source.write_text('"""Module.\n\nBEGIN DERIVATION: dY is yours to derive. | answer: −Σ γ[t, s] / y[t, c]\n'
+                      'dY = −Σ γ[t, s] / y[t, c].\nEND DERIVATION\n"""\n')
+    answers = derivation_answers([str(source)])
+    assert answers == [(f"{source}:3", "−Σ γ[t, s] / y[t, c]")]
+    built = tmp_path / "built"
+    built.mkdir()
+    (built / "src.py").write_text(hold_back(source.read_text(), "src.py", released=False))
+    assert "dY is yours to derive." in (built / "src.py").read_text()
+    assert find_answer_leaks(answers, str(built)) == []
+    (built / "other.py").write_text('def f():\n    """Returns dY[t, c] = -Σ γ[t,s]/y[t,c]."""\n')
+    (built / "todo.py").write_text("def g():\n    # TODO: fill dY with −Σ γ[t, s] / y[t, c]\n"
+                                   "    raise NotImplementedError('g: fill dY with −Σ γ[t, s] / y[t, c]')\n")
+    found = sorted(where for _, _, where in find_answer_leaks(answers, str(built)))
+    assert found == ["other.py:2", "todo.py:2", "todo.py:3"]
+    assert "dY = −Σ γ[t, s] / y[t, c]." in hold_back(source.read_text(), "src.py", released=True)
+
+    out = built_handout[0]
+    ctc_answers = derivation_answers([os.path.join(REPO, "mytorch", "nn", "ctc_course.py"),
+                                      os.path.join(REPO, "handout", "assignment", "8-ctc.md")])
+    assert len(ctc_answers) >= 3
+    assert find_answer_leaks(ctc_answers, out) == []
+    shipped = open(os.path.join(out, "mytorch", "nn", "ctc_course.py"), encoding="utf-8").read()
+    assert "notebook 09" in shipped and "DERIVATION" not in shipped
+    page = open(os.path.join(out, "assignment", "8-ctc.md"), encoding="utf-8").read()
+    assert "Derive it from $\\alpha$, $\\beta$ and $\\gamma$ in notebook 09's exercise" in page

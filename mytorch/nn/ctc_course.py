@@ -16,6 +16,7 @@ Where the course differs from PyTorch (``mytorch.nn.ctc``), and why both train t
 - **The loss is a divergence, not −log P.** The course's loss is  −Σ_t Σ_s γ[t, s] log y[t, ext_s]
   (per sequence, then the mean over the batch); PyTorch's is −log P. They are different numbers:
   −Σ γ log y = −log P + H(alignment posterior) ≥ −log P.
+BEGIN DERIVATION: - **The gradient.** The course's backward returns dY = ∂(−log P)/∂y (T, C) per sequence, not divided by B although its forward is a mean over B; PyTorch's returns the gradient with respect to log y instead. Notebook 09's exercise "The gradient" derives dY from α, β and γ, and why the two losses share it (held back until the course releases its derivations). | answer: −Σ_{s: ext_s = c} γ[t, s] / y[t, c] | answer: Σ_{s: ext_s = c} α β / y[t, c]
 - **The gradient is the same.** The course's backward, dY[t, c] = −Σ_{s: ext_s = c} γ[t, s] / y[t, c], is its
   loss differentiated with γ held fixed, and that is exactly ∂(−log P)/∂y[t, c]: with β leaving out step t's y,
   P = Σ_s α[t, s] β[t, s] and α[t, s] is linear in y[t, ext_s], so ∂P/∂y[t, c] = Σ_{s: ext_s = c} α β / y[t, c]
@@ -23,6 +24,7 @@ Where the course differs from PyTorch (``mytorch.nn.ctc``), and why both train t
   EM rests on.) PyTorch differentiates with respect to log y instead: ∂(−log P)/∂log y = y ⊙ dY = −Σ γ,
   the same direction, rescaled per entry by y. The course's backward is not divided by B although its forward
   is a mean over B; it is the per-sequence gradient, as the course defines it.
+END DERIVATION
 """
 import numpy as np
 
@@ -71,7 +73,9 @@ class CTCLoss:
 
     ``forward(logits (T, B, C), target (B, padded), input_lengths (B,), target_lengths (B,))`` returns a float;
     sequence b uses logits[:input_lengths[b], b] and target[b, :target_lengths[b]]. ``backward()`` returns
+    BEGIN DERIVATION: dY (T, B, C): dY[t, b] = ∂(−log P_b)/∂y for t < input_lengths[b] (notebook 09 derives it), zero elsewhere. | answer: −Σ_{s: ext_s = c} γ[t, s] / y[t, c]
     dY (T, B, C): dY[t, b, c] = −Σ_{s: ext_s = c} γ[t, s] / y[t, c] for t < input_lengths[b], zero elsewhere.
+    END DERIVATION
     """
 
     def __init__(self, BLANK=0):
@@ -112,7 +116,7 @@ class CTCLoss:
         dY = np.zeros_like(self.logits, dtype=np.float64)
         for b, (gamma, ext) in enumerate(zip(self.gammas, self.extended_symbols)):
             y = self.logits[:self.input_lengths[b], b]                      # T_b,C
-            # BEGIN SOLUTION fill dY[:len(y), b] with −Σ_{s: ext_s = c} γ[t, s] / y[t, c]
+            # BEGIN SOLUTION fill dY[:len(y), b] with ∂(−log P)/∂y[t, c] from gamma, summed over the s with ext_s = c
             with np.errstate(divide="ignore", invalid="ignore"):
                 ratio = np.where(gamma > 0, gamma / y[:, ext], 0.0)         # γ[t, s] / y[t, ext_s]
             dY[:len(y), b] = -core.class_sums(ratio, ext, y.shape[1])       # summed over the s with ext_s = c
