@@ -90,7 +90,7 @@ def test_a_course_without_the_lstm_runs_it_as_provided_code(tmp_path):
 def test_a_course_that_removes_the_lstm_does_not_ship_the_notebook_and_says_so(tmp_path):
     out, warnings = _build(tmp_path, WITHOUT_LSTM + 'left_out = "removed"\n')
     shipped = sorted(os.listdir(os.path.join(out, "notebooks")))
-    assert NOTEBOOK not in shipped and "07_training.ipynb" in shipped    # 07 trains no LSTM: it still ships
+    assert NOTEBOOK not in shipped and "07_training.ipynb" not in shipped   # 07 trains the LSTM too
     assert _readme_line(out) is None
     assert any(f"{NOTEBOOK} (runs sections 7)" in w for w in warnings), warnings
 
