@@ -94,7 +94,7 @@ def test_a_course_handout_holds_only_its_sections(short_course):
     assert sorted(os.listdir(os.path.join(out, "notebooks"))) == ["01_rnn_cell.ipynb", "02_gru_cell.ipynb",
                                                                   "06_bptt_vanishing.ipynb", "07_training.ipynb",
                                                                   "10_making_it_fast.ipynb", "11_character_model.ipynb",
-                                                                  "data", "needs.py"]
+                                                                  "data", "diagrams.py", "needs.py"]
     assert sorted(os.listdir(os.path.join(out, "autograder", "data"))) == \
         sorted(["manifest.json"] + [data.file_name(n) for n in EXPECTED_POINTS])
     # TODOs in the chosen sections' files only; the others are working code without markers (but for their

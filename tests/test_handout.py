@@ -50,7 +50,7 @@ def test_no_solution_line_reaches_the_handout(built):
         assert any(not leaks.trivial(line) for line in body.splitlines()), (path, body)
     assert leaks.find_leaks(solutions, out) == []
     assert sorted(os.listdir(os.path.join(out, "notebooks"))) == sorted([os.path.basename(p) for p in NOTEBOOKS]
-                                                                        + ["data", "needs.py"])
+                                                                        + ["data", "diagrams.py", "needs.py"])
     for folder, dirs, names in os.walk(out):
         assert "generate.py" not in names and "mistakes.py" not in names and "tests" not in folder
         assert "__pycache__" not in dirs and not any(n.endswith(".pyc") for n in names)    # the solution's pycs

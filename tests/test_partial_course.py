@@ -213,6 +213,7 @@ def test_removed_sections_ship_as_stubs_and_the_course_still_scores_its_total(tm
         assert "not in this course: section" in shipped
     assert sorted(os.listdir(os.path.join(out, "notebooks"))) == ["01_rnn_cell.ipynb", "02_gru_cell.ipynb",
                                                                   "09_ctc.ipynb", "10_making_it_fast.ipynb", "data",
+                                                                  "diagrams.py",
                                                                   "needs.py"]
     assert any("06_bptt_vanishing.ipynb (runs sections 3, 4, 5, 7)" in w for w in warnings)
     assert not any("ship as working code" in w for w in warnings)
