@@ -58,12 +58,14 @@ def _default_cache():
 
 
 def _library_hash(root):
-    """A digest of every .py file of ``root``'s mytorch and autograder: executed outputs depend on them."""
+    """A digest of what executed outputs depend on besides each notebook itself (which the cache hashes): every
+    .py file of ``root``'s mytorch and autograder, and every file beside the notebooks (needs.py, diagrams.py,
+    the texts in data/)."""
     digest = hashlib.sha256()
-    for package in ("mytorch", "autograder"):
+    for package, wanted in (("mytorch", ".py"), ("autograder", ".py"), ("notebooks", "")):
         for folder, dirs, files in os.walk(os.path.join(root, package)):
-            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-            for name in sorted(f for f in files if f.endswith(".py")):
+            dirs[:] = sorted(d for d in dirs if d not in ("__pycache__", ".ipynb_checkpoints"))
+            for name in sorted(f for f in files if f.endswith(wanted) and not f.endswith(".ipynb")):
                 path = os.path.join(folder, name)
                 digest.update(os.path.relpath(path, root).encode() + b"\0")
                 with open(path, "rb") as f:

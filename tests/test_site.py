@@ -312,3 +312,22 @@ def test_instructor_site_shows_the_solutions_without_markers(site, execution_cac
         finally:
             browser.close()
     assert len(heights) >= 10 and max(heights) < 40, heights
+
+
+def test_the_execution_cache_is_keyed_on_the_files_beside_the_notebooks_too(tmp_path):
+    """Executed outputs depend on the library and on what the notebooks import or read beside them (needs.py,
+    diagrams.py, data/): a change to any of them is a new cache key; a notebook's own change is the cache's."""
+    from handout import site
+    for folder in ("mytorch", "autograder", "notebooks/data"):
+        (tmp_path / folder).mkdir(parents=True)
+    files = {"mytorch/a.py": "x = 1", "autograder/b.py": "y = 2", "notebooks/needs.py": "n = 1",
+             "notebooks/diagrams.py": "d = 1", "notebooks/data/text.txt": "words", "notebooks/01.ipynb": "{}"}
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    keys = {site._library_hash(str(tmp_path))}
+    for name in files:
+        (tmp_path / name).write_text(files[name] + " changed")
+        keys.add(site._library_hash(str(tmp_path)))
+    assert len(keys) == len(files)            # every file but the notebook gave a new key
+    (tmp_path / "notebooks" / "01.ipynb").write_text("{} again")
+    assert site._library_hash(str(tmp_path)) in keys
