@@ -133,21 +133,26 @@ def solution_lines(paths):
     return found
 
 
-def _shipped_lines(root):
-    """Every line of every text file under ``root``: {normalised line: first 'file:line' where it appears}."""
-    shipped = {}
+def _text_lines(root):
+    """Every line of every text file under ``root``, in a fixed order: ('file:line' relative to it, line)."""
     for folder, dirs, names in os.walk(root):
         dirs.sort()
         for name in sorted(names):
-            path = os.path.join(folder, name)
             try:
-                chunks = _source_lines(path)
+                chunks = _source_lines(os.path.join(folder, name))
             except (UnicodeDecodeError, ValueError):    # binary data, or a notebook that is not JSON
                 continue
             for where, lines in chunks:
                 shown = os.path.relpath(where, root)
                 for k, line in enumerate(lines):
-                    shipped.setdefault(normalise(line), f"{shown}:{k + 1}")
+                    yield f"{shown}:{k + 1}", line
+
+
+def _shipped_lines(root):
+    """Every line of every text file under ``root``: {normalised line: first 'file:line' where it appears}."""
+    shipped = {}
+    for at, line in _text_lines(root):
+        shipped.setdefault(normalise(line), at)
     return shipped
 
 
@@ -242,17 +247,7 @@ def find_answer_leaks(answers, root):
     a TODO's text, a comment, a page or a notebook cell, whitespace ignored. [(block, answer, 'file:line')]."""
     leaks = []
     wanted = [(source, answer, _squeezed(answer)) for source, answer in answers]
-    for folder, dirs, names in os.walk(root):
-        dirs.sort()
-        for name in sorted(names):
-            path = os.path.join(folder, name)
-            try:
-                chunks = _source_lines(path)
-            except (UnicodeDecodeError, ValueError):
-                continue
-            for where, lines in chunks:
-                for k, line in enumerate(lines):
-                    squeezed = _squeezed(line)
-                    leaks += [(source, answer, f"{os.path.relpath(where, root)}:{k + 1}")
-                              for source, answer, key in wanted if key in squeezed]
+    for at, line in _text_lines(root):
+        squeezed = _squeezed(line)
+        leaks += [(source, answer, at) for source, answer, key in wanted if key in squeezed]
     return leaks
