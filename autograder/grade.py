@@ -10,7 +10,7 @@ import os
 import shutil
 import time
 
-from autograder.diagnosis import feedback, matching
+from autograder.diagnosis import diagnose, feedback
 from autograder.parts import course, data, spec
 from autograder.sandbox import (
     bytecode,
@@ -90,9 +90,9 @@ def grade_part(part, part_data, child, verbose=False, budget=None):
     try:
         outcome = runner.run_child(child, part_data.configs, part_data.inputs)
 
-        def diagnose(k, wrong):                 # a failing case re-run with tracing: the first wrong quantity
-            return matching.diagnose_case(part_data, k, child, wrong, budget)
-        result = judge(part, part_data, outcome, verbose, diagnose)
+        def where_it_goes_wrong(k, wrong):                 # a failing case re-run with tracing: the first wrong quantity
+            return diagnose.diagnose_case(part_data, k, child, wrong, budget)
+        result = judge(part, part_data, outcome, verbose, where_it_goes_wrong)
         result.starved = outcome.starved
     except Exception as error:          # a fault of the grader itself: this part scores 0, the others go on
         result = PartResult(part, 0.0, "error", f"The grader failed on this part ({type(error).__name__}: {error}); "
@@ -237,7 +237,7 @@ def grade(child, parts=None, verbose=False, fresh_seed=None, solution=None, jobs
                 code = compiling.result()                                           # compiled once, not per part
             if overlay is not None:
                 overlay_code = bytecode.compiled(child.at(overlay))
-            budget = matching.Budget()                    # the grading process's time on this one's diagnoses
+            budget = diagnose.Budget()                    # the grading process's time on this one's diagnoses
 
             def graded(part, part_data):
                 result = grade_part(part, part_data, place(part, code), verbose, budget)

@@ -53,7 +53,7 @@ def solution_lines(source):
 def reached_lines():
     """{(file in the repo, line): (first part whose reference trace reaches it, its function, {name: shape} of
     every value that function assigns)}."""
-    from autograder.diagnosis import matching
+    from autograder.diagnosis import traces
     from autograder.parts import data, spec
 
     reached, functions = {}, {}
@@ -63,7 +63,7 @@ def reached_lines():
         for k, trace in enumerate(stored.traces or ()):
             if trace is None:
                 continue
-            for record in matching.parse(*trace).records:
+            for record in traces.parse(*trace).records:
                 shapes = functions.setdefault((record.file, record.function), {})
                 shapes.setdefault(record.name, record.value.shape)
                 reached.setdefault((record.file, record.line), (part.number, record.function, shapes))
@@ -215,7 +215,7 @@ def grade_mutant(mutant, part_data, part, root, pycs=None):
     ``solution_copy``, whose mutated file this writes (``restore`` puts it back). ``pycs``:
     ``compiled_solution(root)``, imported as a part's child imports a submission (``worker.source_only``;
     call in the mutant's forked child only)."""
-    from autograder.diagnosis import feedback, matching, tracing
+    from autograder.diagnosis import diagnose, differences, feedback, traces, tracing, wording
     from autograder.parts import driver
     from autograder.sandbox import runner, worker
 
@@ -239,10 +239,10 @@ def grade_mutant(mutant, part_data, part, root, pycs=None):
                                      {n: v.copy() for n, v in part_data.inputs[k].items()}, tracing)
             if result.trace is None:
                 return []
-            student = matching.parse(json.loads(json.dumps(result.trace[0])), result.trace[1])   # as sent
-            reference = matching.reference_trace(part_data, k)
-            return matching.explain(reference, student, part_data.configs[k],
-                                     matching.gate_blocks(wrong, part_data.configs[k]))
+            student = traces.parse(json.loads(json.dumps(result.trace[0])), result.trace[1])   # as sent
+            reference = diagnose.reference_trace(part_data, k)
+            return wording.explain(reference, student, part_data.configs[k],
+                                     differences.gate_blocks(wrong, part_data.configs[k]))
         score, status, text, _ = feedback.judge_part(part, part_data, outcome, diagnose=diagnose)
     except BaseException as error:                    # a mutant that hangs or breaks the run: not counted
         return None, f"{type(error).__name__}"
@@ -304,7 +304,7 @@ def run_mutants(items):
     import importlib
 
     from autograder.parts import data, spec
-    for name in ("diagnosis.matching", "parts.driver", "diagnosis.feedback", "sandbox.runner", "diagnosis.tracing",
+    for name in ("diagnosis.matching", "diagnosis.wording", "diagnosis.diagnose", "parts.driver", "diagnosis.feedback", "sandbox.runner", "diagnosis.tracing",
                  "sandbox.worker"):                                      # once, not in every child
         importlib.import_module(f"autograder.{name}")
     # what a child would otherwise set up each time: numpy.random (imported on first use, by a cell's rng) and

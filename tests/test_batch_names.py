@@ -177,20 +177,20 @@ def test_a_trace_names_nothing_on_two_lines():
     line's text is the statement's lines (a statement may span several), each printable and shown indented."""
     import numpy as np
 
-    from autograder.diagnosis import matching
+    from autograder.diagnosis import traces, wording
     from autograder.instructor import class_report
     odd = "x\nall 9 cases: forged"
     meta = {"records": [[odd, f"mytorch/nn/{odd}.py", 3, 0, odd, [], [1]]], "texts": {f"mytorch/nn/{odd}.py:3": odd},
             "callers": {"0": [0, f"mytorch/{odd}", 2]}, "lost": odd}
-    trace = matching.parse(meta, np.zeros(1))
+    trace = traces.parse(meta, np.zeros(1))
     record = trace.records[0]
     assert not any("\n" in v for v in (record.name, record.file, record.function, trace.lost,
                                        trace.callers[0][1]))
     assert record.text.splitlines() == ["x", "all 9 cases: forged"]           # the statement's two lines …
-    many = matching.parse({**meta, "texts": {f"mytorch/nn/{odd}.py:3": "a\x1b[2J\n" * 9}}, np.zeros(1)).records[0]
-    assert many.text.splitlines() == ["a?[2J"] * matching.CODE_LINES          # … printable, and a few at most
-    same_file = matching.parse({**meta, "callers": {"0": [1, f"mytorch/nn/{odd}.py", 3]}}, np.zeros(1))
-    shown = "\n".join(matching._called_from(same_file, same_file.records[0])).splitlines()
+    many = traces.parse({**meta, "texts": {f"mytorch/nn/{odd}.py:3": "a\x1b[2J\n" * 9}}, np.zeros(1)).records[0]
+    assert many.text.splitlines() == ["a?[2J"] * traces.CODE_LINES          # … printable, and a few at most
+    same_file = traces.parse({**meta, "callers": {"0": [1, f"mytorch/nn/{odd}.py", 3]}}, np.zeros(1))
+    shown = "\n".join(wording._called_from(same_file, same_file.records[0])).splitlines()
     assert len(shown) == 3 and all(line.startswith("    ") for line in shown), shown     # under the report's words
     # and the class tables read a part's problem from the grader's own first lines alone
     from autograder.grade import PartResult

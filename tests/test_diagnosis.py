@@ -11,7 +11,7 @@ import time
 import numpy as np
 import pytest
 
-from autograder.diagnosis import matching, mistakes, tracing
+from autograder.diagnosis import diagnose, differences, matching, mistakes, traces, tracing, wording
 from autograder.parts import data, driver, spec
 from tests import mutants
 from tests.graderkit import REPO, check_gradescope, load_results, make_submission, run_cli
@@ -43,7 +43,7 @@ def test_the_trace_records_assignments_with_their_lines_reads_and_callers(tmp_pa
         "        n = 3\n"
         "        return r\n"))
     x, grads = np.arange(4.0).reshape(2, 2), {"w": np.zeros(2)}
-    with tracing.Trace(str(tmp_path)) as trace:
+    with tracing.Tracer(str(tmp_path)) as trace:
         f["Cell"]().step(x, grads)
     names = [(r["name"], r["line"]) for r in trace.records]
     assert names == [("a", 7), ("b", 3), ("return of helper", 4), ("self.h", 8), ("grads['w']", 9),
@@ -52,7 +52,7 @@ def test_the_trace_records_assignments_with_their_lines_reads_and_callers(tmp_pa
     assert trace.records[4]["reads"] == [3]                           # self.h, read back from the instance
     np.testing.assert_array_equal(trace.values[4], (x * 2 + 1).sum(axis=0))
     meta, flat = trace.pack()
-    parsed = matching.parse(json.loads(json.dumps(meta)), flat)
+    parsed = traces.parse(json.loads(json.dumps(meta)), flat)
     assert [r.name for r in parsed.records] == [n for n, _ in names]
     assert parsed.callers[2][1:3] == ("mytorch/m.py", 8)              # helper was called from line 8
     assert sys.gettrace() is None
@@ -74,7 +74,7 @@ def test_a_value_computed_in_a_loop_carries_its_loop_variables(tmp_path):
         "    for prefix, score in beams.items():\n"
         "        s = score + 1.0\n"
         "    return h\n"))
-    with tracing.Trace(str(tmp_path)) as trace:
+    with tracing.Tracer(str(tmp_path)) as trace:
         f["walk"](np.ones((2, 3)), {(1, 2): 0.5})
     at = [(r["name"], r["at"]) for r in trace.records]
     assert at[0] == ("h", [])
@@ -82,11 +82,11 @@ def test_a_value_computed_in_a_loop_carries_its_loop_variables(tmp_path):
     assert ("h", [["layer", 1], ["direction", 0], ["t", 1]]) in at
     assert ("s", [["prefix", [1, 2]]]) in at                            # the score, a float, is no label
     meta, flat = trace.pack()
-    parsed = matching.parse(json.loads(json.dumps(meta)), flat)
+    parsed = traces.parse(json.loads(json.dumps(meta)), flat)
     record = [r for r in parsed.records if r.name == "h"][-1]
     assert record.at == (("layer", 1), ("direction", 0), ("t", 1)) and record.loop == 8       # the inner for
     assert [r.loop for r in parsed.records if r.name == "s"] == [10] and parsed.records[0].loop == 0
-    assert matching._shown(record).startswith("  your `h` at mytorch/m.py:9 (when layer = 1, direction = 0, t = 1)")
+    assert wording._shown(record).startswith("  your `h` at mytorch/m.py:9 (when layer = 1, direction = 0, t = 1)")
 
 
 def _code_objects(code):
@@ -217,7 +217,7 @@ def test_a_record_names_its_function_as_co_qualname_does_on_every_python(tmp_pat
                            "            return w\n"
                            "        h = scaled(x)\n"
                            "        return h\n"))
-    with tracing.Trace(str(tmp_path)) as trace:
+    with tracing.Tracer(str(tmp_path)) as trace:
         f["Cell"]().forward(np.ones(2))
     assert [(r["name"], r["function"]) for r in trace.records] == [("w", "Cell.forward.<locals>.scaled"),
                                                                   ("h", "Cell.forward")]
@@ -252,7 +252,7 @@ def test_a_malformed_trace_is_refused_with_a_value_error():
     """Every field of a record, every wrong type or bound, and values that do not add up: ValueError, which
     ``trace_case`` takes as no trace, never another exception in the grader nor a record it trusts."""
     meta, flat = data.load_part("2.2").traces[0]
-    assert len(matching.parse(meta, flat).records) == len(meta["records"]) > 1
+    assert len(traces.parse(meta, flat).records) == len(meta["records"]) > 1
     shape = meta["records"][0][6]
     wrong = [(field, value) for field, values in NOT_IN.items() for value in values]
     wrong += [(6, [*shape[:-1], shape[-1] + 1]), (6, shape + [2]),              # more values than there are
@@ -261,40 +261,40 @@ def test_a_malformed_trace_is_refused_with_a_value_error():
         broken = json.loads(json.dumps(meta))
         broken["records"][0][field] = value
         with pytest.raises(ValueError):
-            matching.parse(broken, flat)
+            traces.parse(broken, flat)
     for record in (None, "x", meta["records"][0][:6], meta["records"][0] + [[], 0, 0]):
         with pytest.raises(ValueError):
-            matching.parse(dict(meta, records=[record] + meta["records"][1:]), flat)
+            traces.parse(dict(meta, records=[record] + meta["records"][1:]), flat)
     # a record's loop variables only label a report: well formed, they are kept; else dropped, never trusted
     for at, kept in (([["t", 3], ["prefix", [1, 2]]], (("t", 3), ("prefix", (1, 2)))), ([["t", -1]], (("t", -1),)),
                      (0, ()), ([["t\n; x", 3]], ()), ([["t", 1 << 40]], ()), ([["t", "3"]], ()), ([["t", 3.0]], ()),
                      ([["t", [1] * 21]], ()), ([["t", True]], ()), ([["a", 1]] * 5, (("a", 1),) * 4),
                      ([["t", 3, 4]], ()), ([["x" * 31, 3]], ())):
         records = [meta["records"][0] + [at]] + meta["records"][1:]
-        assert matching.parse(dict(meta, records=records), flat).records[0].at == kept, at
+        assert traces.parse(dict(meta, records=records), flat).records[0].at == kept, at
     for line, kept in ((12, 12), (0, 0), (-3, 0), (1 << 30, 0), ("12", 0), (12.0, 0), (True, 0), ([12], 0)):
         records = [meta["records"][0] + [[], line]] + meta["records"][1:]          # the loop's line, or 0
-        assert matching.parse(dict(meta, records=records), flat).records[0].loop == kept, line
+        assert traces.parse(dict(meta, records=records), flat).records[0].loop == kept, line
     for values in (flat[:-1], np.append(flat, 0.0), flat.astype(np.float32), flat.reshape(1, -1), list(flat)):
         with pytest.raises(ValueError):
-            matching.parse(meta, values)
+            traces.parse(meta, values)
     with pytest.raises(ValueError):
-        matching.parse(dict(meta, records=meta["records"] * (matching.RECORD_LIMIT // len(meta["records"]) + 1)),
-                        np.tile(flat, matching.RECORD_LIMIT // len(meta["records"]) + 1))
+        traces.parse(dict(meta, records=meta["records"] * (traces.RECORD_LIMIT // len(meta["records"]) + 1)),
+                        np.tile(flat, traces.RECORD_LIMIT // len(meta["records"]) + 1))
 
 
 def test_a_flooding_loop_fills_the_budget_and_stops_the_trace_not_the_code(tmp_path):
     f = _module(tmp_path, "import numpy as np\ndef flood(k):\n    for i in range(k):\n        junk = np.ones(4)\n"
                           "    return np.full(3, float(k))\n")
     start = time.monotonic()
-    with tracing.Trace(str(tmp_path), records=100) as trace:
+    with tracing.Tracer(str(tmp_path), records=100) as trace:
         result = f["flood"](200000)
     assert result[0] == 200000.0 and len(trace.records) == 100 and trace.lost == "the trace is full"
     assert time.monotonic() - start < 5
-    with tracing.Trace(str(tmp_path), nbytes=1000) as trace:
+    with tracing.Tracer(str(tmp_path), nbytes=1000) as trace:
         f["flood"](1000)
     assert sum(v.nbytes for v in trace.values) <= 1000 and trace.lost == "the trace is full"
-    with tracing.Trace(str(tmp_path), seconds=0.0) as trace:
+    with tracing.Tracer(str(tmp_path), seconds=0.0) as trace:
         f["flood"](10)
     assert trace.lost == "out of time" and not trace.records
 
@@ -316,7 +316,7 @@ def test_objects_that_raise_when_read_cost_only_their_record(tmp_path):
         "    k = Key((1,))\n"
         "    y = np.zeros(2)\n"
         "    return y + 1\n"))
-    with tracing.Trace(str(tmp_path)) as trace:
+    with tracing.Tracer(str(tmp_path)) as trace:
         assert f["run"]()[0] == 1.0
     assert [r["name"] for r in trace.records] == ["d", "y", "return of run"] and trace.lost == ""
 
@@ -327,11 +327,11 @@ def test_a_tracer_that_fails_stops_and_the_case_goes_on(tmp_path, monkeypatch):
     def broken(*args):
         raise MemoryError
     monkeypatch.setattr(tracing, "_read", broken)
-    with tracing.Trace(str(tmp_path)) as trace:
+    with tracing.Tracer(str(tmp_path)) as trace:
         assert f["run"]()[0] == 2.0
     assert trace.records == [] and trace.lost == ""          # a target that cannot be read is skipped
-    monkeypatch.setattr(tracing.Trace, "_finish", broken)
-    with tracing.Trace(str(tmp_path)) as trace:
+    monkeypatch.setattr(tracing.Tracer, "_finish", broken)
+    with tracing.Tracer(str(tmp_path)) as trace:
         assert f["run"]()[0] == 2.0
     assert trace.lost == "the tracer failed (MemoryError)" and sys.gettrace() is None
 
@@ -341,29 +341,29 @@ def test_a_tracer_that_fails_stops_and_the_case_goes_on(tmp_path, monkeypatch):
                                   {"records": [["a", "f", 1, 1, "g", [], [1]]] * 6000}])
 def test_a_malformed_trace_is_refused(meta):
     with pytest.raises((ValueError, TypeError)):
-        matching.parse(meta, np.zeros(1))
+        traces.parse(meta, np.zeros(1))
 
 
 # ---- matching
 
 def _record(name, value, reads=(), line=1, frame=1, function="backward"):
-    return matching.Record(name, "mytorch/nn/x.py", line, "", frame, function, tuple(reads),
+    return traces.Record(name, "mytorch/nn/x.py", line, "", frame, function, tuple(reads),
                             np.asarray(value, dtype=float))
 
 
 def test_the_first_wrong_quantity_is_the_first_whose_inputs_are_right():
     a, b = np.arange(1.0, 7.0).reshape(2, 3), np.arange(2.0, 8.0).reshape(2, 3)
-    reference = matching.Trace([_record("a", a), _record("b", b, [0], 2), _record("c", a * b, [0, 1], 3),
+    reference = traces.Trace([_record("a", a), _record("b", b, [0], 2), _record("c", a * b, [0, 1], 3),
                                  _record("d", a + b * 2, [1, 2], 4)])
-    student = matching.Trace([_record("a", a), _record("bb", -b, line=12), _record("c", -a * b, line=13),
+    student = traces.Trace([_record("a", a), _record("bb", -b, line=12), _record("c", -a * b, line=13),
                                _record("d", a - b * 2, line=14)])
-    lines = matching.explain(reference, student)
+    lines = wording.explain(reference, student)
     assert lines[0] == "Where your values first go wrong: `b` (computed from `a`)"
     assert lines[1] == "  Right so far: in backward, `a` matches the reference."
     assert lines[2].startswith("  your `bb` at mytorch/nn/x.py:12")
     # the nearest value is another name's: whose value it is compared with is said ("expected 2" read as bb's)
     assert lines[3] == "    got -2 at [0, 0], where `b` is 2; the opposite sign"
-    inline = matching.Trace([_record("a", a), _record("c", a * b, line=13), _record("d", a + b * 2, line=14)])
+    inline = traces.Trace([_record("a", a), _record("c", a * b, line=13), _record("d", a + b * 2, line=14)])
     assert matching.first_wrong(reference.records, inline.records) is None   # b inline: right through c
 
 
@@ -392,17 +392,17 @@ def test_a_sums_start_or_a_value_the_student_never_names_is_judged_by_what_reads
     and the student's values found right are named by the student's names."""
     rng = np.random.default_rng(1)
     dh_t, h_t, dx = rng.standard_normal((2, 3)), rng.standard_normal((2, 3)), rng.standard_normal((2, 3))
-    reference = matching.Trace([_record("dh_t", dh_t), _record("act_grad", 1 - h_t ** 2, line=2),
+    reference = traces.Trace([_record("dh_t", dh_t), _record("act_grad", 1 - h_t ** 2, line=2),
                                  _record("da", dh_t * (1 - h_t ** 2), [0, 1], 3),
                                  _record("d_in", 0.0, line=4), _record("d_in", dx, [3], 5)])
-    student = matching.Trace([_record("grad_h", dh_t, line=11), _record("da", dh_t * (1 - h_t), [0], 12),
+    student = traces.Trace([_record("grad_h", dh_t, line=11), _record("da", dh_t * (1 - h_t), [0], 12),
                                _record("d_in", dx * 2, line=14)])
-    lines = matching.explain(reference, student)
+    lines = wording.explain(reference, student)
     assert lines[0] == "Where your values first go wrong: `da` (computed from `dh_t` and `act_grad`)"
     assert lines[1] == "  Right so far: in backward, `grad_h` matches the reference."
     assert lines[2].startswith("  your `da` at mytorch/nn/x.py:12")
     student.records[1] = _record("da", dh_t * (1 - h_t ** 2), [0], 12)
-    lines = matching.explain(reference, student)
+    lines = wording.explain(reference, student)
     assert lines[0].startswith("Where your values first go wrong: `d_in`") and "x.py:14" in lines[2]
     assert "expected" in lines[3] and "shape" not in lines[3]              # the sum, not its start 0.0: shape ()
 
@@ -449,7 +449,7 @@ def test_a_value_written_under_the_wrong_name_is_reported_where_it_is_written():
                  _record("return of extend[0]", ext, [0, 1], line=95, function="extend")]
     student = reference[:3] + [_record("ext[3::2]", [1.0], [0], line=93, function="extend"),
                                _record("return of extend[0]", [0.0, 4, 0, 1, 0], [0, 1], line=95, function="extend")]
-    lines = matching.explain(matching.Trace(reference), matching.Trace(student))
+    lines = wording.explain(traces.Trace(reference), traces.Trace(student))
     assert lines[0].startswith("Where your values first go wrong: `return of extend[0]`")
     assert "`ext[3::2]`" not in lines[1]                                   # not among what is right
     assert lines[2] == "  your `ext[3::2]` at mytorch/nn/x.py:93"
@@ -457,12 +457,12 @@ def test_a_value_written_under_the_wrong_name_is_reported_where_it_is_written():
                         "so `ext` holds an entry it should not")
     del student[3]                                                          # no stray write: nothing said of one
     student[3] = _record("return of extend[0]", [0.0, 4, 0, 5, 0], [0, 1], line=95, function="extend")
-    lines = matching.explain(matching.Trace(reference), matching.Trace(student))
+    lines = wording.explain(traces.Trace(reference), traces.Trace(student))
     assert not any("never assigns" in line for line in lines)
     # the same container indexed otherwise (ext[1:5:2] for ext[1::2]) is never stray, nor is a wrong value
     student[2] = _record("ext[1:5:2]", [4.0, 4.0], [0], line=92, function="extend")
     student.insert(3, _record("skip[3:4]", [7.0], [1], line=93, function="extend"))
-    lines = matching.explain(matching.Trace(reference), matching.Trace(student))
+    lines = wording.explain(traces.Trace(reference), traces.Trace(student))
     assert not any("never assigns" in line for line in lines), lines
 
 
@@ -475,23 +475,23 @@ def test_a_wrong_value_a_call_was_given_is_followed_to_the_calls_that_passed_it(
                _record("a", x + h, [0], line=58, frame=3, function="RNNCell.forward")]
     callers = {3: (2, "mytorch/nn/recurrent.py", 197, "new = cell.forward(X[t], state)"),
                2: (1, "mytorch/nn/recurrent.py", 123, "Y_k, finals[k] = self._run_direction(cell, X)")}
-    reference = matching.Trace(records, callers=callers)
+    reference = traces.Trace(records, callers=callers)
     given = dataclasses.replace(_record("x", -x, line=55, frame=3, function="RNNCell.forward"),
                                 text="x, (h,), batched, _ = self._prepare(x, state)")
-    student = matching.Trace([given, _record("a", h - x, [0], line=58, frame=3, function="RNNCell.forward")],
+    student = traces.Trace([given, _record("a", h - x, [0], line=58, frame=3, function="RNNCell.forward")],
                              callers=callers)
-    lines = matching.explain(reference, student)
+    lines = wording.explain(reference, student)
     assert lines[0] == "Where your values first go wrong: `x`"
     assert lines[3:] == [
         "    it reads only what RNNCell.forward was given: if this line is right, look at what the call passed in",
         "    called from mytorch/nn/recurrent.py:197:\n      new = cell.forward(X[t], state)",
         "    called from mytorch/nn/recurrent.py:123:\n      Y_k, finals[k] = self._run_direction(cell, X)"]
-    student = matching.Trace([records[0], _record("a", x - h, [0], line=58, frame=3, function="RNNCell.forward")],
+    student = traces.Trace([records[0], _record("a", x - h, [0], line=58, frame=3, function="RNNCell.forward")],
                              callers=callers)
-    assert not any("was given" in line or "called from" in line for line in matching.explain(reference, student))
+    assert not any("was given" in line or "called from" in line for line in wording.explain(reference, student))
     constant = dataclasses.replace(given, text="x = np.zeros((2, 3)) + 1.0")       # reads nothing it was given
-    student = matching.Trace([constant, student.records[1]], callers=callers)
-    assert not any("was given" in line or "called from" in line for line in matching.explain(reference, student))
+    student = traces.Trace([constant, student.records[1]], callers=callers)
+    assert not any("was given" in line or "called from" in line for line in wording.explain(reference, student))
 
 
 def test_an_infinite_reference_entry_is_matched_by_itself_alone():
@@ -512,26 +512,26 @@ def test_a_value_computed_in_the_handouts_own_code_is_not_called_the_students():
     ctc = "mytorch/nn/ctc.py"
 
     def record(name, value, reads, line, frame, function):
-        return matching.Record(name, ctc, line, "", frame, function, tuple(reads), np.asarray(value))
+        return traces.Record(name, ctc, line, "", frame, function, tuple(reads), np.asarray(value))
     assert driver.handout_function(ctc, "_lse") and not driver.handout_function(ctc, "log_alpha")
     reference = [record("S", [5.0], [], 101, 1, "final_states"), record("stay", a, [], 114, 2, "log_alpha"),
                  record("total", a + b, [1], 58, 3, "_lse"), record("la[t]", a + b + 1, [2], 115, 2, "log_alpha")]
     callers = {3: (2, ctc, 115, "la[t] = _lse(stay, move, jump) + ly[t]"),
                2: (0, "mytorch/nn/ctc_course.py", 103, "gamma = …")}
-    student = matching.Trace(reference[:2] + [record("total", a - b, [1], 58, 3, "_lse"),
+    student = traces.Trace(reference[:2] + [record("total", a - b, [1], 58, 3, "_lse"),
                                               record("la[t]", a - b + 1, [2], 115, 2, "log_alpha")], callers=callers)
-    lines = matching.explain(matching.Trace(reference, callers=callers), student)
+    lines = wording.explain(traces.Trace(reference, callers=callers), student)
     assert lines[0] == "Where your values first go wrong: `la[t]` (computed from `total`)"
     assert not any("final_states" in line for line in lines)                     # not "Right so far: your …"
     assert "  your `la[t]` at mytorch/nn/ctc.py:115" in lines and not any("your `total`" in line for line in lines)
-    shown = matching._shown(student.records[2])
+    shown = wording._shown(student.records[2])
     assert shown == "  `total` in the provided _lse at mytorch/nn/ctc.py:58"
-    assert matching._called_from(student, student.records[2], levels=3, across_files=True, until_own=True) == [
+    assert wording._called_from(student, student.records[2], levels=3, across_files=True, until_own=True) == [
         "    called from your line mytorch/nn/ctc.py:115 (which gives `la[t]`):\n"
         "      la[t] = _lse(stay, move, jump) + ly[t]"]
     mine = [record("S", [5.0], [], 101, 1, "extend_target")] + reference[1:]       # the student's own function
-    lines = matching.explain(matching.Trace(mine, callers=callers),
-                             matching.Trace(mine[:2] + student.records[2:], callers=callers))
+    lines = wording.explain(traces.Trace(mine, callers=callers),
+                             traces.Trace(mine[:2] + student.records[2:], callers=callers))
     assert lines[1] == "  Right so far: your extend_target; in log_alpha, `stay` matches the reference."
 
 
@@ -564,12 +564,12 @@ def test_a_write_of_the_right_value_to_the_wrong_entries_is_reported_where_it_is
     ctc = "mytorch/nn/ctc.py"
 
     def record(name, value, reads, line):
-        return matching.Record(name, ctc, line, "", 1, "extend_target", tuple(reads), np.asarray(value, dtype=float))
+        return traces.Record(name, ctc, line, "", 1, "extend_target", tuple(reads), np.asarray(value, dtype=float))
     reference = [record("skip", np.zeros(7), [], 90), record("skip[3::2]", [1.0, 0.0], [0], 93),
                  record("return of extend_target[1]", [0, 0, 0, 1, 0, 0, 0], [0], 95)]
     student = [record("skip", np.zeros(7), [], 90), record("skip[2:-1:2]", [1.0, 0.0], [0], 93),
                record("return of extend_target[1]", [0, 0, 1, 0, 0, 0, 0], [0], 95)]
-    lines = matching.explain(matching.Trace(reference), matching.Trace(student))
+    lines = wording.explain(traces.Trace(reference), traces.Trace(student))
     assert lines[0].startswith("Where your values first go wrong: `return of extend_target[1]`")
     assert not any("Right so far" in line and "skip[2:-1:2]" in line for line in lines)
     assert lines[2] == "  your `skip[2:-1:2]` at mytorch/nn/ctc.py:93"
@@ -577,8 +577,8 @@ def test_a_write_of_the_right_value_to_the_wrong_entries_is_reported_where_it_is
                          "ends up unlike the reference's: check which entries this write reaches")
     student[1] = record("skip[3::2]", [1.0, 0.0], [0], 93)                # the same entries, another value: not it
     student[2] = record("return of extend_target[1]", [0, 0, 0, 1, 0, 1, 0], [0], 95)
-    assert not any("check which entries" in line for line in matching.explain(matching.Trace(reference),
-                                                                               matching.Trace(student)))
+    assert not any("check which entries" in line for line in wording.explain(traces.Trace(reference),
+                                                                               traces.Trace(student)))
 
 
 def test_a_provided_helper_the_student_never_called_is_judged_by_what_reads_it():
@@ -587,7 +587,7 @@ def test_a_provided_helper_the_student_never_called_is_judged_by_what_reads_it()
     ctc = "mytorch/nn/ctc.py"
 
     def record(name, value, reads, line, function, frame):
-        return matching.Record(name, ctc, line, "", frame, function, tuple(reads), np.asarray(value, dtype=float))
+        return traces.Record(name, ctc, line, "", frame, function, tuple(reads), np.asarray(value, dtype=float))
     joint = np.log([[0.2, 0.3], [0.1, 0.4]])
     norm = np.logaddexp.reduce(joint, axis=-1, keepdims=True)
     reference = [record("joint", joint, [], 136, "log_posterior", 1), record("top", joint.max(-1), [], 48, "_lse_last", 2),
@@ -596,7 +596,7 @@ def test_a_provided_helper_the_student_never_called_is_judged_by_what_reads_it()
                                                                                 "log_posterior", 1)]
     student = [reference[0], record("norm", joint.max(-1, keepdims=True), [0], 138, "log_posterior", 1),
                record("gamma", joint - joint.max(-1, keepdims=True), [0, 1], 139, "log_posterior", 1)]
-    lines = matching.explain(matching.Trace(reference), matching.Trace(student))
+    lines = wording.explain(traces.Trace(reference), traces.Trace(student))
     assert lines[0].startswith("Where your values first go wrong: `norm`"), lines
     assert "ctc.py:138" in lines[2]
 
@@ -607,9 +607,9 @@ def test_right_so_far_never_names_the_call_the_wrong_quantity_is_computed_in():
     records = [_record("h", a, frame=1, function="Cell.forward"), _record("dh", b, frame=2, function="Cell.backward"),
                _record("da", a * b, [], line=5, frame=3, function="grad"),
                _record("dx", a + b, [2], line=6, frame=3, function="grad")]
-    reference = matching.Trace(records, callers={3: (2, "mytorch/nn/x.py", 9, "")})
-    student = matching.Trace(records[:3] + [_record("dx", a - b, [2], line=6, frame=3, function="grad")])
-    lines = matching.explain(reference, student)
+    reference = traces.Trace(records, callers={3: (2, "mytorch/nn/x.py", 9, "")})
+    student = traces.Trace(records[:3] + [_record("dx", a - b, [2], line=6, frame=3, function="grad")])
+    lines = wording.explain(reference, student)
     assert lines[1] == "  Right so far: your Cell.forward; in grad, `da` matches the reference."
 
 
@@ -617,16 +617,16 @@ def test_a_layer_whose_forward_outputs_matched_is_diagnosed_in_its_backward():
     """Where the graded forward outputs matched, a forward value the matching could not pair (a direction's
     final state, say) is not named: the first wrong value is the backward's."""
     a, b = np.arange(1.0, 7.0).reshape(2, 3), np.arange(2.0, 8.0).reshape(2, 3)
-    reference = matching.Trace([_record("final", a, frame=1, function="Layer.forward"),
+    reference = traces.Trace([_record("final", a, frame=1, function="Layer.forward"),
                                  _record("step", b, frame=2, function="Layer._run"),
                                  _record("d", a * b, frame=3, function="Layer.backward")],
                                 callers={2: (1, "mytorch/nn/x.py", 3, "")})
-    student = matching.Trace([_record("final", -a, frame=1, function="Layer.forward"),
+    student = traces.Trace([_record("final", -a, frame=1, function="Layer.forward"),
                                _record("step", -b, frame=2, function="Layer._run"),
                                _record("d", a * b + 1, line=7, frame=3, function="Layer.backward")])
-    assert matching.forward_records(reference) == {0, 1}
-    assert "`final`" in matching.explain(reference, student)[0]
-    assert matching.explain(reference, student, forward_right=True)[0] == "Where your values first go wrong: `d`"
+    assert traces.forward_records(reference) == {0, 1}
+    assert "`final`" in wording.explain(reference, student)[0]
+    assert wording.explain(reference, student, forward_right=True)[0] == "Where your values first go wrong: `d`"
 
 
 def test_one_element_of_a_returned_tuple_vouches_for_no_other():
@@ -648,7 +648,7 @@ def test_a_value_of_the_same_name_but_another_shape_is_not_taken_for_the_quantit
     student = [_record("x", a), _record("out", np.zeros(7), [0], 12), _record("y", np.zeros(8), [0], 13)]
     finding = matching.first_wrong(reference, student)
     assert reference[finding.wrong].name == "out" and matching.candidate(finding, reference, student) == 2
-    lines = matching.explain(matching.Trace(reference), matching.Trace(student[:2]))   # none of its shape
+    lines = wording.explain(traces.Trace(reference), traces.Trace(student[:2]))   # none of its shape
     assert lines[2:4] == ["  your `out` at mytorch/nn/x.py:12", "    shape (7,), expected (8,)"]
 
 
@@ -704,7 +704,7 @@ def test_a_trace_cut_short_names_only_what_it_shows():
     assert matching.first_wrong(reference, got_further, student_complete=False).wrong == 1
     read = reference + [_record("d", b + 1, [1], 4)]                   # read in the reference's trace: named
     assert matching.first_wrong(read, student, reference_complete=False).wrong == 1
-    lines = matching.explain(matching.Trace(reference, "the trace is full"), matching.Trace(student))
+    lines = wording.explain(traces.Trace(reference, "the trace is full"), traces.Trace(student))
     assert lines == []
 
 
@@ -714,7 +714,7 @@ def test_a_trace_cut_short_names_only_what_it_shows():
     (lambda e: np.zeros_like(e), "all zeros")])
 def test_kinds_of_difference(got, words):
     expected = np.arange(1.0, 13.0).reshape(2, 6)
-    assert words in matching.kind_of_difference(got(expected), expected, gates=("r", "z", "n"))
+    assert words in differences.kind_of_difference(got(expected), expected, gates=("r", "z", "n"))
 
 
 def _off_by_one_entry(value):
@@ -734,7 +734,7 @@ def test_no_kind_of_difference_is_said_when_its_definition_fails(got, words):
     """A counter-example per kind: a value that nearly has the kind (one entry off, two gate blocks wrong) gets
     no such words; ``words`` '' means no kind at all."""
     expected = np.arange(1.0, 13.0).reshape(2, 6)
-    said = matching.kind_of_difference(got(expected), expected, gates=("r", "z", "n"))
+    said = differences.kind_of_difference(got(expected), expected, gates=("r", "z", "n"))
     assert (words not in said) if words else said == "", said
 
 
@@ -746,30 +746,30 @@ def test_a_missing_or_extra_term_or_factor_is_named_from_the_reference_algebra()
     rng = np.random.default_rng(3)
     a, b = rng.standard_normal((2, 3)), rng.uniform(0.5, 2.0, (2, 3))
     reference = [_record("d_in", a), _record("dX_k", b, line=2), _record("d_in", a + b, [0, 1], line=3)]
-    q = matching.Record(**{**reference[2].__dict__})
-    assert matching._algebra(b, q, reference) == [
+    q = traces.Record(**{**reference[2].__dict__})
+    assert differences.algebra(b, q, reference) == [
         "    Hint: your value plus `d_in` (its value before this line) is the reference's: the line misses that term"]
-    assert matching._algebra(a + 2 * b, q, reference) == [
+    assert differences.algebra(a + 2 * b, q, reference) == [
         "    Hint: your value minus `dX_k` is the reference's: the line adds that term once too often"]
     factor = [_record("da", a), _record("r", b, line=2), _record("dg", a * b, [0, 1], line=3)]
-    assert matching._algebra(a, factor[2], factor) == [
+    assert differences.algebra(a, factor[2], factor) == [
         "    Hint: your value times `r` is the reference's: the line misses that factor"]
-    assert matching._algebra(a * b * b, factor[2], factor) == [
+    assert differences.algebra(a * b * b, factor[2], factor) == [
         "    Hint: your value divided by `r` is the reference's: the line has that factor once too often"]
     near = b.copy()
     near[0, 0] += 0.1
-    assert matching._algebra(near, q, reference) == []                        # one entry off: no identity
+    assert differences.algebra(near, q, reference) == []                        # one entry off: no identity
     zeros = [_record("d_in", np.zeros((2, 3))), _record("dX_k", b, line=2), _record("d_in", b, [0, 1], line=3)]
-    assert not any("`d_in`" in line for line in matching._algebra(b * 3, zeros[2], zeros))
+    assert not any("`d_in`" in line for line in differences.algebra(b * 3, zeros[2], zeros))
     ones = [_record("da", a), _record("r", np.ones((2, 3)), line=2), _record("dg", a, [0, 1], line=3)]
-    assert matching._algebra(a * 3, ones[2], ones) == []
+    assert differences.algebra(a * 3, ones[2], ones) == []
     logs = [_record("la", np.log(b)), _record("gamma", b / 3, [0], line=2)]   # log space and back
-    assert matching._algebra(np.log(b / 3), logs[1], logs) == [
+    assert differences.algebra(np.log(b / 3), logs[1], logs) == [
         "    Hint: your value is the log of the reference's: a log-probability where a probability belongs (np.exp it)"]
-    assert matching._algebra(b / 3, matching.Record(**{**logs[1].__dict__, "value": np.log(b / 3)}), logs) == [
+    assert differences.algebra(b / 3, traces.Record(**{**logs[1].__dict__, "value": np.log(b / 3)}), logs) == [
         "    Hint: your value is the exp of the reference's: a probability where a log-probability belongs (np.log it, "
         "or stay in log space)"]
-    assert matching._algebra(np.log(b / 3) + 0.1, logs[1], logs) == []
+    assert differences.algebra(np.log(b / 3) + 0.1, logs[1], logs) == []
 
 
 def test_a_carried_value_the_loop_never_updates_is_said_to_be():
@@ -779,18 +779,18 @@ def test_a_carried_value_the_loop_never_updates_is_said_to_be():
     d = [rng.standard_normal((2, 3)) for _ in range(4)]
     reference = [_record("d_state", d[0], line=217)] + [_record("d_state", d[k + 1], [k], line=223) for k in range(3)]
     student = [_record("d_state", d[0], line=217), _record("d_new", d[0] * 2, line=220)]
-    lines = matching.explain(matching.Trace(reference), matching.Trace(student))
+    lines = wording.explain(traces.Trace(reference), traces.Trace(student))
     assert lines[0].startswith("Where your values first go wrong: `d_state`")
     assert "  your `d_state` at mytorch/nn/x.py:217" in lines                  # the value this call kept
     assert ("    your `d_state` is assigned once in this call, here; the reference assigns it 4 "
             "times in this case, again at every step of its loop: your loop never updates it") in lines
     updated = [_record("d_state", d[0], line=217)] + [_record("d_state", d[k + 1] * 2, [k], line=223) for k in range(3)]
-    assert not any("never updates" in line for line in matching.explain(matching.Trace(reference),
-                                                                         matching.Trace(updated)))
+    assert not any("never updates" in line for line in wording.explain(traces.Trace(reference),
+                                                                         traces.Trace(updated)))
     # a loop that stops a step early (range(T - 2, 0, -1)): its line, and the counts
     in_loop = [dataclasses.replace(r, loop=222) for r in reference[1:]]
     short = [reference[0]] + in_loop[:2]
-    lines = matching.explain(matching.Trace(reference[:1] + in_loop), matching.Trace(short))
+    lines = wording.explain(traces.Trace(reference[:1] + in_loop), traces.Trace(short))
     assert ("your `d_state` is assigned 3 times in this call, the reference's 4 times: your loop at "
             "mytorch/nn/x.py:222 makes fewer iterations than the reference's") in [line.strip() for line in lines]
 
@@ -807,7 +807,7 @@ def test_a_write_in_place_into_a_value_the_reference_never_changes_is_reported_w
     student = [reference[0], _record("h[...]", h_t, [0], line=2, function="Cell.forward"),
                _record("dh", dh, line=5, frame=2, function="Cell.backward"),
                _record("g['w']", dh * h_t, [2], line=6, frame=2, function="Cell.backward")]
-    lines = matching.explain(matching.Trace(reference), matching.Trace(student))
+    lines = wording.explain(traces.Trace(reference), traces.Trace(student))
     assert lines[0].startswith("Where your values first go wrong: `g['w']`")
     at = lines.index("  your `h[...]` at mytorch/nn/x.py:2")
     assert lines[at + 1] == ("    the reference never writes into `h` in Cell.forward: writing into it in place "
@@ -816,32 +816,32 @@ def test_a_write_in_place_into_a_value_the_reference_never_changes_is_reported_w
     for name in ("out[...]", "g['w']"):                                   # the student's own; one both write
         mine = [reference[0], _record(name, h_t, [0], line=2, function="Cell.forward")] + student[2:]
         assert not any("never writes into" in line
-                       for line in matching.explain(matching.Trace(reference + [_record("g['w']", h, function="Cell.forward")]),
-                                                    matching.Trace(mine)))
+                       for line in wording.explain(traces.Trace(reference + [_record("g['w']", h, function="Cell.forward")]),
+                                                    traces.Trace(mine)))
 
 
 def test_a_lattice_state_is_named_by_what_it_stands_for():
     """In a CTC case, a value over the extended target names the first state that differs: a blank by the labels
     around it, a label by its place and symbol."""
     extended = np.array([0, 1, 0, 2, 0, 2, 0, 3, 0])
-    assert [matching.lattice_state(s, extended) for s in (0, 1, 4, 5, 8)] == [
+    assert [wording.lattice_state(s, extended) for s in (0, 1, 4, 5, 8)] == [
         "s = 0, the blank before the 1st label", "s = 1, the 1st label, symbol 1",
         "s = 4, the blank between the 2nd and 3rd labels", "s = 5, the 3rd label, symbol 2",
         "s = 8, the blank after the last label"]
     got, expected = np.zeros((2, 9)), np.zeros((2, 9))
     got[1, 4] = 1.0
-    assert matching._first_difference(got, expected, lattice=extended) == \
+    assert wording._first_difference(got, expected, lattice=extended) == \
         "got 1 at [1, 4] (s = 4, the blank between the 2nd and 3rd labels), expected 0"
-    assert matching._first_difference(got[:, :8], expected[:, :8], lattice=extended) == "got 1 at [1, 4], expected 0"
+    assert wording._first_difference(got[:, :8], expected[:, :8], lattice=extended) == "got 1 at [1, 4], expected 0"
 
 
 def test_a_beams_prefix_is_spelled_in_the_cases_symbols():
     """In a decoding case, a loop variable holding a prefix of labels reads as the student's symbols; an integer,
     or a tuple that is no prefix of labels (a 0, the blank, in it), stays as it is."""
     record = dataclasses.replace(_record("s", 1.0), at=(("prefix", (2, 1)), ("c", 2), ("pair", (0, 1))))
-    spelled = matching._spelled(matching.Trace([record]), ["a", "b", "c"])
+    spelled = wording._spelled(traces.Trace([record]), ["a", "b", "c"])
     assert spelled.records[0].at == (("prefix", "'ba'"), ("c", 2), ("pair", (0, 1)))
-    assert matching._shown(spelled.records[0]).endswith("(when prefix = 'ba', c = 2, pair = (0, 1))")
+    assert wording._shown(spelled.records[0]).endswith("(when prefix = 'ba', c = 2, pair = (0, 1))")
 
 
 def test_a_state_tuple_read_is_named_whole_and_a_batch_is_no_stack_of_gates():
@@ -852,15 +852,15 @@ def test_a_state_tuple_read_is_named_whole_and_a_batch_is_no_stack_of_gates():
     reference = [_record("d_state[0]", a, line=5), _record("d_state[1]", b, line=5),
                  _record("with_output[0]", a + 1, [1], line=6)]
     student = reference[:2] + [_record("with_output[0]", a + 3, [1], line=6)]
-    lines = matching.explain(matching.Trace(reference), matching.Trace(student))
+    lines = wording.explain(traces.Trace(reference), traces.Trace(student))
     assert lines[0] == "Where your values first go wrong: `with_output[0]` (computed from `d_state`)"
     expected = np.arange(12.0).reshape(3, 4)
     got = expected.copy()
     got[1] += 1
-    assert "gate" not in matching.kind_of_difference(got, expected, gates=("r", "z", "n"), hidden=4)
+    assert "gate" not in differences.kind_of_difference(got, expected, gates=("r", "z", "n"), hidden=4)
     stacked, wrong = np.arange(48.0).reshape(12, 4), np.arange(48.0).reshape(12, 4)
     wrong[4:8] += 1
-    assert matching.kind_of_difference(wrong, stacked, gates=("r", "z", "n"), hidden=4) == \
+    assert differences.kind_of_difference(wrong, stacked, gates=("r", "z", "n"), hidden=4) == \
         "only gate z's block differs (rows 4:8)"
 
 
@@ -875,7 +875,7 @@ def test_a_write_through_another_name_of_an_input_is_reported_where_it_is_made()
         student = [dataclasses.replace(_record("la", ly, line=110, function="log_alpha"), text=copy),
                    _record("la[0, ..., 2:]", la[2:], [0], line=113, function="log_alpha"),
                    _record("ahead", ly + 5, line=128, frame=2, function="log_beta")]
-        lines = matching.explain(matching.Trace(reference), matching.Trace(student))
+        lines = wording.explain(traces.Trace(reference), traces.Trace(student))
         assert lines[0].startswith("Where your values first go wrong: `ahead`")
         alias = ("    `la` is `ly` itself (`la = ly` makes no copy): writing into it changes `ly` too, wherever it "
                  "is read again")
@@ -884,23 +884,23 @@ def test_a_write_through_another_name_of_an_input_is_reported_where_it_is_made()
 
 def test_the_previous_steps_value_is_recognised():
     e1, e2 = np.array([1.0, 2.0]), np.array([3.0, 5.0])
-    reference = matching.Trace([_record("h", e1, frame=1, function="Cell.forward"),
+    reference = traces.Trace([_record("h", e1, frame=1, function="Cell.forward"),
                                  _record("h", e2, [0], frame=2, function="Cell.forward")])
-    student = matching.Trace([_record("h", e1, frame=1), _record("h", e1, frame=2, line=9)])
+    student = traces.Trace([_record("h", e1, frame=1), _record("h", e1, frame=2, line=9)])
     assert "the value it had one step before (its value in the previous call of Cell.forward)" in \
-        "\n".join(matching.explain(reference, student))
-    backward = matching.Trace([_record("h", e1, frame=1, function="Cell.forward"),
+        "\n".join(wording.explain(reference, student))
+    backward = traces.Trace([_record("h", e1, frame=1, function="Cell.forward"),
                                _record("h", e2, [0], frame=2, function="Cell.backward")])
-    assert "the value Cell.forward gave it before this call" in "\n".join(matching.explain(backward, student))
+    assert "the value Cell.forward gave it before this call" in "\n".join(wording.explain(backward, student))
     # the same call (a loop over layers or directions): no "step" is claimed, only what was checked
-    same_call = matching.Trace([_record("d_in", e1, frame=1, function="RNN.backward"),
+    same_call = traces.Trace([_record("d_in", e1, frame=1, function="RNN.backward"),
                                 _record("d_in", e2, [0], frame=1, function="RNN.backward")])
-    mine = matching.Trace([_record("d_in", e1, frame=1), _record("d_in", e1, frame=1, line=9)])
-    said = "\n".join(matching.explain(same_call, mine))
+    mine = traces.Trace([_record("d_in", e1, frame=1), _record("d_in", e1, frame=1, line=9)])
+    said = "\n".join(wording.explain(same_call, mine))
     assert "before its previous update in this call" in said and "step before" not in said, said
     # a value that is not the earlier one is not said to be: a counter-example
-    other = matching.Trace([_record("h", e1, frame=1), _record("h", e1 + 1, frame=2, line=9)])
-    assert "the value it had" not in "\n".join(matching.explain(reference, other))
+    other = traces.Trace([_record("h", e1, frame=1), _record("h", e1 + 1, frame=2, line=9)])
+    assert "the value it had" not in "\n".join(wording.explain(reference, other))
 
 
 # ---- the grader, end to end
@@ -910,7 +910,7 @@ def test_reference_traces_are_stored_for_every_case_of_every_part():
     for part in spec.PARTS:
         stored = data.load_part(part.number, manifest=manifest)
         assert stored.traces and all(t is not None for t in stored.traces), part.number
-        records = matching.parse(*stored.traces[0]).records
+        records = traces.parse(*stored.traces[0]).records
         assert records and all(r.file.startswith("mytorch/") for r in records)
 
 
@@ -1083,14 +1083,14 @@ def _forged_against_ctc_loss():
     """Case 3 of part 8.5's reference trace (the -inf column of the lattice: one value 546 times) and a forged
     student trace of as many records as the parent accepts, each a copy of that value."""
     part_data = data.load_part("8.5", manifest=data.read_manifest())
-    reference = matching.reference_trace(part_data, 3)
+    reference = diagnose.reference_trace(part_data, 3)
     counts = {}
     for r in reference.records:
         counts.setdefault((r.value.shape, r.value.tobytes()), []).append(r.value)
     value = max(counts.values(), key=len)[0]
     assert len(max(counts.values(), key=len)) > 500
-    forged = matching.Trace([matching.Record(f"v{j}", "mytorch/nn/ctc.py", 10, "", 1, "forward", (), value.copy())
-                             for j in range(matching.RECORD_LIMIT)])
+    forged = traces.Trace([traces.Record(f"v{j}", "mytorch/nn/ctc.py", 10, "", 1, "forward", (), value.copy())
+                             for j in range(traces.RECORD_LIMIT)])
     return part_data, reference, forged, value
 
 
@@ -1112,21 +1112,21 @@ def test_a_forged_trace_loses_its_diagnosis_at_the_deadline_not_the_grade():
     part_data, reference, forged, _ = _forged_against_ctc_loss()
     start = time.monotonic()
     with pytest.raises(TimeoutError):
-        matching.explain(reference, forged, part_data.configs[3], deadline=time.monotonic() + 0.3)
+        wording.explain(reference, forged, part_data.configs[3], deadline=time.monotonic() + 0.3)
     assert time.monotonic() - start < 2.0
-    assert 0 < matching.DIAGNOSIS_SECONDS <= 5
+    assert 0 < diagnose.DIAGNOSIS_SECONDS <= 5
 
 
 def test_a_submission_s_diagnoses_share_one_budget():
     """Each failing part may cost the grading process DIAGNOSIS_SECONDS of matching; a submission whose every
     part sends a forged trace costs it SUBMISSION_SECONDS in all: once spent, no diagnosis starts (none runs
     a child or reads a trace: here there is none to read)."""
-    budget = matching.Budget(1.0)
+    budget = diagnose.Budget(1.0)
     first = budget.deadline()
     assert first is not None and first - time.monotonic() <= 1.0
     budget.spend(0.4)
     assert budget.deadline() - time.monotonic() <= 0.6                    # what is left, not a part's whole
     budget.spend(0.7)
     assert budget.deadline() is None
-    assert matching.diagnose_case(None, 0, "/nonexistent", budget=budget) == []
-    assert matching.DIAGNOSIS_SECONDS <= matching.SUBMISSION_SECONDS <= 4 * matching.DIAGNOSIS_SECONDS
+    assert diagnose.diagnose_case(None, 0, "/nonexistent", budget=budget) == []
+    assert diagnose.DIAGNOSIS_SECONDS <= diagnose.SUBMISSION_SECONDS <= 4 * diagnose.DIAGNOSIS_SECONDS

@@ -1,6 +1,6 @@
 """Record the values a submission's own code computes, line by line, inside the child (``sys.settrace``).
 
-While a ``Trace`` is active, every frame of a file under ROOT (except the provided code the caller names) is
+While a ``Tracer`` is active, every frame of a file under ROOT (except the provided code the caller names) is
 traced line by line. When a statement that assigns finishes, each of its targets is read back from the frame
 and, if it holds numbers, kept as one record:
 
@@ -326,8 +326,8 @@ def _read(node, local):
     raise _Unreadable
 
 
-class Trace:
-    """``with Trace(root, skip):`` records the submission's values (see the module docstring).
+class Tracer:
+    """``with Tracer(root, skip):`` records the submission's values (see the module docstring).
 
     ``skip(relpath, function)``: True for provided code that is not traced. After the block, ``records``
     holds dicts (name, file, line, text, frame, function, reads) and ``values`` the arrays; ``lost`` says why tracing

@@ -29,7 +29,7 @@ import tempfile
 
 import numpy as np
 
-from autograder.diagnosis import compare, matching
+from autograder.diagnosis import compare, diagnose, traces
 from autograder.parts import course, data, spec
 from autograder.sandbox import childspec, runner, zygotes
 
@@ -75,13 +75,13 @@ def assigned_variant(outputs):
 
 
 def reference_trace(config, inputs, workers=(None, None)):
-    """(meta, values) of the solution's trace of one case (see ``tracing.Trace.pack``), traced twice, by a child
+    """(meta, values) of the solution's trace of one case (see ``tracing.Tracer.pack``), traced twice, by a child
     of each of two ``workers`` (zygotes, or None: a new Python each; two processes, so that their NumPy was
     seeded apart): a value that differs between the runs (random initial parameters) is no reference."""
-    runs = [matching.trace_case(childspec.ChildSpec(REPO, LIMITS, zygote=worker), config, inputs) for worker in workers]
+    runs = [diagnose.trace_case(childspec.ChildSpec(REPO, LIMITS, zygote=worker), config, inputs) for worker in workers]
     if None in runs:
         raise RuntimeError(f"part {config.get('part')}: the solution could not be traced")
-    trace = matching.stable(runs[0][0], runs[1][0])
+    trace = traces.stable(runs[0][0], runs[1][0])
     records = [[r.name, r.file, r.line, r.frame, r.function, list(r.reads), list(r.value.shape)]
                for r in trace.records]
     callers = {str(f): [c, file, line] for f, (c, file, line, _) in trace.callers.items()}

@@ -485,7 +485,7 @@ def run_case(mytorch, root, config, inputs, tracing=None):
     recorded too (``result.trace``); a trace that fails costs only itself."""
     result = CaseResult()
     originals = {k: v.copy() for k, v in inputs.items()}
-    trace = tracing.Trace(root, _traced_not) if config.get("trace") and tracing is not None else None
+    trace = tracing.Tracer(root, _traced_not) if config.get("trace") and tracing is not None else None
     try:
         # NumPy's own defaults for each case, whatever the submission set at import (np.seterr(all="ignore")
         # there would hide the overflow of a naive sigmoid, which costs points)
@@ -544,7 +544,7 @@ def run(mytorch, root, configs, inputs_list, tracing=None):
         report.append({"status": result.status, "error": result.error, "where": result.where,
                        "types": result.record.types, "mutated": result.mutated, "warnings": result.warnings,
                        "places": result.places})
-        if result.trace is not None:                    # see tracing.Trace.pack
+        if result.trace is not None:                    # see tracing.Tracer.pack
             report[-1]["trace"] = result.trace[0]
             arrays[f"{k}:{TRACE}"] = result.trace[1]
     return arrays, json.dumps(report)
