@@ -7,7 +7,7 @@ import tarfile
 import pytest
 
 from autograder import grade
-from autograder.diagnosis import compare, mistakes, places
+from autograder.diagnosis import compare, feedback, mistakes, places
 from autograder.parts import spec
 from autograder.sandbox.childspec import ChildSpec, Limits
 from tests.graderkit import (
@@ -411,3 +411,40 @@ def test_sequence_parts_grade_the_per_step_loop_not_a_fast_path(tmp_path):
             "GRU(3, 4).forward(np.zeros((2, 1, 3)))")
     proc = subprocess.run([sys.executable, "-c", code, sub], capture_output=True, text=True)
     assert "a fast path the grader must not call" in proc.stderr        # outside the grader, it is tried first
+
+
+CELLS_SOURCE = """
+class Adds:
+    def backward(self, d):
+        p, g = self.params, self.grads
+        g["w"] += d
+        g["b"] += d
+
+
+class Binds(Adds):
+    def backward(self, d):
+        grads = self.grads
+        grads["w"] += d
+        grads["b"] = d.sum(axis=0)
+        self.grads["c"] = d
+
+
+class Layer:
+    def __init__(self, cell):
+        self.cells = [cell]
+"""
+
+
+def test_places_finds_a_cells_gradient_bound_anew_and_only_that_proves_the_zeros_hint(tmp_path):
+    """A sequence layer's gradient of zeros is explained by a cell that binds a new array (``grads[name] = …``)
+    only where the child found such a line in the layer's cell; otherwise the hint says the fact alone."""
+    cells = _student_module(tmp_path, "cells", CELLS_SOURCE)
+    line = CELLS_SOURCE.splitlines().index('        grads["b"] = d.sum(axis=0)') + 1
+    assert places.find(cells.Layer(cells.Adds()), str(tmp_path)) == {}
+    found = places.find(cells.Layer(cells.Binds()), str(tmp_path))
+    assert found == {"grads assigned": f'mytorch/cells.py:{line}: grads["b"] = d.sum(axis=0)'}
+    hint = ("grads['w']", compare.ZERO_GRAD_SEQUENCE)
+    assert feedback._zeros_explained(hint, found) == (
+        "grads['w']", f"{compare.ZERO_GRAD_SEQUENCE}; look at {found['grads assigned']}")
+    assert feedback._zeros_explained(hint, {}) == ("grads['w']", compare.NO_GRADIENT)
+    assert feedback._zeros_explained(("x", "another hint"), found) == ("x", "another hint")

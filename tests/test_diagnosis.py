@@ -58,6 +58,31 @@ def test_the_trace_records_assignments_with_their_lines_reads_and_callers(tmp_pa
     assert sys.gettrace() is None
 
 
+def test_the_trace_keeps_what_kind_of_numbers_a_value_held(tmp_path):
+    """A value is sent as float64 with the kind it held: truth values and integers are never said to be a
+    factor, a log or the opposite sign of the reference's (a mask is no probability)."""
+    f = _module(tmp_path, (
+        "import numpy as np\n"
+        "def masks(x):\n"
+        "    skip = x > 1.0\n"
+        "    count = np.arange(3)\n"
+        "    label = [1, 2]\n"
+        "    total = x.sum()\n"
+        "    pair = (skip, x)\n"
+        "    return pair\n"))
+    with tracing.Tracer(str(tmp_path)) as trace:
+        f["masks"](np.arange(3.0))
+    meta, flat = trace.pack()
+    parsed = traces.parse(json.loads(json.dumps(meta)), flat)
+    assert [(r.name, r.kind) for r in parsed.records] == [("skip", "b"), ("count", "i"), ("label", "i"),
+                                                          ("total", "f"), ("pair[0]", "b"), ("pair[1]", "f")]
+    forged = dict(meta, records=[meta["records"][0][:7] + [[], 0, "log"]] + meta["records"][1:])
+    assert traces.parse(forged, flat).records[0].kind == "f"             # anything else: floats, said of nothing
+    student = traces.Trace([traces.Record("skip", "m.py", 3, "", 1, "f", (), np.array([0.0, 1.0]), kind="b")])
+    reference = traces.Trace([traces.Record("skip", "m.py", 3, "", 1, "f", (), np.array([-np.inf, 0.0]))])
+    assert not any("Hint" in line or "exp of" in line for line in wording.explain(reference, student))
+
+
 def test_a_value_computed_in_a_loop_carries_its_loop_variables(tmp_path):
     """Which iteration a value is from, in the student's own names: the integers (and tuples of integers: a
     beam's prefix) that the ``for`` loops around the statement bind, innermost last; a helper's loops are its own."""
@@ -262,7 +287,7 @@ def test_a_malformed_trace_is_refused_with_a_value_error():
         broken["records"][0][field] = value
         with pytest.raises(ValueError):
             traces.parse(broken, flat)
-    for record in (None, "x", meta["records"][0][:6], meta["records"][0] + [[], 0, 0]):
+    for record in (None, "x", meta["records"][0][:6], meta["records"][0] + [[], 0, "f", 0]):
         with pytest.raises(ValueError):
             traces.parse(dict(meta, records=[record] + meta["records"][1:]), flat)
     # a record's loop variables only label a report: well formed, they are kept; else dropped, never trusted

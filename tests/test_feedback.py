@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import tarfile
+import types
 
 import numpy as np
 import pytest
@@ -371,23 +372,31 @@ def test_a_layer_part_stopped_at_its_cells_todo_names_the_cells_part_and_is_show
     assert "finish part 3.1 first" in table and "recurrent.py:118" not in table
 
 
-def test_a_known_mistakes_hint_matched_by_one_case_alone_is_a_coincidence_and_dropped():
-    """A failing case that stores a mistake's values and does not match them shows the code is not that mistake:
-    the hint another case matched (a one-step case where two mistakes agree) is dropped; matched by every
-    such case, or missed only by a case that raised, it stays."""
-    def verdicts(*hints):
-        return [feedback.CaseVerdict(False, f"case {k}", hints=h) for k, h in enumerate(hints)]
-    stored = [{"dY": [("T", np.zeros(2))]}, {"dY": [("T", np.zeros(2))]}]
-    ok = [{"status": "ok"}, {"status": "ok"}]
-    once = verdicts(["T", "other"], ["other"])
-    feedback._drop_coincidences(once, stored, ok)
-    assert [v.hints for v in once] == [["other"], ["other"]]
-    both = verdicts(["T"], ["T"])
-    feedback._drop_coincidences(both, stored, ok)
-    assert [v.hints for v in both] == [["T"], ["T"]]
-    raised = verdicts(["T"], [])
-    feedback._drop_coincidences(raised, stored, [{"status": "ok"}, {"status": "error"}])
-    assert raised[0].hints == ["T"]
+def test_a_known_mistakes_hint_is_said_only_when_that_mistake_gives_every_output_of_every_case():
+    """The hint of a known mistake is kept only when the mistake's stored values (and the reference's, where it
+    changes nothing) are the student's outputs in every case: one array of one case matching (two mistakes
+    that agree there) says nothing; nor does a case the mistake changes that the student passed, or a second
+    output the mistake changes that the student's code got otherwise. A case the student's code raised in
+    disproves it where the mistake gave values, and is no evidence where it did not."""
+    right, mistake = {"dY": np.ones(2), "dX": np.ones(3)}, {"dY": np.zeros(2), "dX": np.full(3, 2.0)}
+    data = types.SimpleNamespace(expected=[right, right, right],
+                                 variants=[{n: [("T", mistake[n])] for n in mistake}, {"dY": [("T", mistake["dY"])]}, {}])
+    ok = [{"status": "ok"}] * 3
+
+    def kept(outputs, reports=ok):
+        verdicts = [feedback.CaseVerdict(False, f"case {k}", hints=["T", "other"]) for k in range(3)]
+        feedback._drop_unproved(verdicts, data, reports, outputs)
+        return [v.hints for v in verdicts]
+    both = {"dY": np.zeros(2), "dX": np.full(3, 2.0)}
+    dy_only = {"dY": np.zeros(2), "dX": np.ones(3)}
+    assert kept([both, dy_only, right]) == [["T", "other"]] * 3                         # every output, every case
+    assert kept([both, both, right]) == [["other"]] * 3                                # case 2's dX unlike it
+    assert kept([both, right, right]) == [["other"]] * 3                               # case 2 passed: not it
+    assert kept([dy_only, dy_only, right]) == [["other"]] * 3                          # one array of case 1
+    assert kept([both, dy_only, dy_only]) == [["other"]] * 3                           # case 3 changed: not it
+    assert kept([both, {}, right], [ok[0], {"status": "error"}, ok[2]]) == [["other"]] * 3   # raised where it gave values
+    assert kept([both, dy_only, {}], [ok[0], ok[1], {"status": "error"}]) == [["T", "other"]] * 3   # where it gave none
+    assert kept([{"dY": np.zeros(2, np.float32), "dX": np.full(3, 2.0)}, dy_only, right]) == [["other"]] * 3
 
 
 def test_an_opposite_sign_is_explained_for_the_ctc_gradient_in_its_own_terms():

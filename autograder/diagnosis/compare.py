@@ -49,6 +49,16 @@ def close(a, b, equal_nan=False):
     return bool(np.allclose(a, b, rtol=RTOL, atol=ATOL, equal_nan=equal_nan))
 
 
+def same_output(actual, expected):
+    """Whether a returned array is the expected one: same shape and dtype, equal (numbers within the tolerance,
+    NaN where NaN is; booleans and integers exactly)."""
+    if not isinstance(actual, np.ndarray) or actual.shape != expected.shape or actual.dtype != expected.dtype:
+        return False
+    if expected.dtype.kind in "fc":
+        return close(actual, expected, equal_nan=True)
+    return bool(np.array_equal(actual, expected))
+
+
 def _gate_permutations(expected):
     """(description, permuted reference) for every other order of the 2 or 3 stacked gate chunks."""
     for axis in {0, expected.ndim - 1}:
@@ -180,21 +190,17 @@ def compare(name, actual, expected, type_text, variants=(), batch=None, steps=No
     hints = transform_hints(name, actual, expected, batch, shown)
     hints += [text for text, variant in variants if variant.shape == actual.shape and close(actual, variant)]
     if name.startswith("grad/") and not actual.any() and expected.any():
-        zero = ZERO_GRAD_STATE if sequence and "weight_hh" in name else ZERO_GRAD_SEQUENCE if sequence else ZERO_GRAD
-        hints.append((shown, zero))
+        hints.append((shown, ZERO_GRAD_SEQUENCE if sequence else ZERO_GRAD))
     return Verdict(False, "\n".join(lines), tuple(dict.fromkeys(hints)))
 
 
 ZERO_GRAD = ("all zeros: backward must add each step's gradient into the cell's own array, "
              "self.grads[...] += …")
-# a hidden-to-hidden weight's gradient sums dA_t^T h_(t-1): all zeros too when every step started from zeros
-ZERO_GRAD_STATE = ("all zeros: either a cell writes grads[name] = …, which binds a new array the layer never sees "
-                   "(add into it: grads[name] += …), or every step started from a zero state, which this gradient "
-                   "is built from: step t must start from the state step t-1 returned (new = cell.forward(X[t], "
-                   "state), then state = new), not from state0 again")
+# said with the cell's line that writes `grads[name] = …` (``places``: "grads assigned"), and only then
 ZERO_GRAD_SEQUENCE = ("all zeros: no gradient reached them. The layer's grads are the cells' own arrays, "
                       "shared: a cell that writes grads[name] = … binds a new array the layer never sees; add "
                       "into the existing one with grads[name] += …")
+NO_GRADIENT = "all zeros: no gradient reached them"
 TRANSPOSE_WEIGHT = ("the inner sizes of `@` must agree, (N, k) @ (k, M). Weights are stored (out, in) as in "
                     "PyTorch: forward multiplies by the transpose, x @ W.T is (N, I) @ (I, H); backward by "
                     "the weight itself, da @ W is (N, H) @ (H, I). Check the .T on {operand} in this line")

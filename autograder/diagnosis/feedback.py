@@ -17,7 +17,7 @@ import re
 import numpy as np
 
 from autograder.diagnosis import compare, places
-from autograder.parts import spec
+from autograder.parts import data, spec
 from autograder.parts.driver import PROVIDED_FILES, PROVIDED_FUNCTIONS  # plain tables; imported now, never after
 from autograder.sandbox import untrusted
 
@@ -147,6 +147,7 @@ def _error_case(header, report, sequence):
     hints = compare.error_hints(error, where, sequence)
     if sequence:
         hints = [_placed(hint, report.get("places")) for hint in hints]
+        hints = [_zeros_explained(hint, report.get("places")) for hint in hints]
     return CaseVerdict(False, header, lines, f"{header}: {first_line}{place}", hints)
 
 
@@ -206,6 +207,7 @@ def judge_case(k, config, expected, variants, report, arrays, verbose=False):
         return CaseVerdict(True, header, [f"{header}: passed"] if verbose else [])
     if sequence:
         hints = [_placed(hint, report.get("places")) for hint in hints]
+        hints = [_zeros_explained(hint, report.get("places")) for hint in hints]
     shown = failures if verbose else failures[:SHOWN_ARRAYS]
     more = [] if len(shown) == len(failures) else [f"  … and {len(failures) - len(shown)} more arrays differ "
                                                    "(--verbose shows all)"]
@@ -251,17 +253,65 @@ def _placed(hint, found):
     return (name, text) if name is not None else text
 
 
-def _drop_coincidences(verdicts, variants, reports):
-    """Remove a known mistake's hint from every case when a failing case whose outputs were compared stores
-    that mistake's values and does not match them: the student's code is not that mistake, and the case that
-    matched is one where two mistakes give the same values (a one-step CTC case, where γ needs no
-    normalising)."""
-    failing = [k for k, v in enumerate(verdicts) if not v.passed and reports[k].get("status") == "ok"]
-    stored = {k: {t for arrays in variants[k].values()
-                  for t in (arrays.texts() if hasattr(arrays, "texts") else [t for t, _ in arrays])} for k in failing}
-    missed = {t for k in failing for t in stored[k] if t not in verdicts[k].hints}
-    for k in failing:
-        verdicts[k].hints = [h for h in verdicts[k].hints if h not in missed]
+def _zeros_explained(hint, found):
+    """A sequence layer's gradient of zeros: why, with the cell's line that binds a new array
+    (``grads[name] = …``, where the layer shares the cell's own), when the child found one; else the fact alone
+    (zeros have other causes: the diagnosis follows the values)."""
+    name, text = hint if isinstance(hint, tuple) else (None, hint)
+    if text != compare.ZERO_GRAD_SEQUENCE:
+        return hint
+    where = _text(found.get(places.GRADS_ASSIGNED), 300) if isinstance(found, dict) else ""
+    text = compare.Hint(f"{text}; look at {where}", text) if where else compare.NO_GRADIENT
+    return (name, text) if name is not None else text
+
+
+def _drop_unproved(verdicts, part_data, reports, outputs):
+    """Remove each known mistake's hint that the student's values do not prove: the hint is said only when a
+    mistake of that hint, applied to the solution, gives every output the student's code gave in every case
+    (its stored values where it differs from the reference, the reference's elsewhere), on every output it
+    changes in any case. A partial match (one array of one case, where two mistakes agree) says nothing. A case
+    the student's code raised in proves nothing either way when the mistake's values were not stored for it (it
+    may have raised too), and disproves it when they were."""
+    mistakes = _stored(part_data.variants)
+    proved = {}
+    for verdict in verdicts:
+        for hint in verdict.hints:
+            text = _key(hint[1] if isinstance(hint, tuple) else hint)
+            if text not in proved and any(t == text for t, _ in mistakes):
+                proved[text] = any(_reproduces(part_data, reports, outputs, stored)
+                                   for (t, _), stored in mistakes.items() if t == text)
+    for verdict in verdicts:
+        verdict.hints = [h for h in verdict.hints if proved.get(_key(h[1] if isinstance(h, tuple) else h), True)]
+
+
+def _stored(variants):
+    """{(hint text, mistake id): {case: {output name: the mistake's array}}} of every known mistake stored."""
+    stored = {}
+    for k, case in enumerate(variants):
+        for name, pairs in case.items():
+            members = pairs.by_mistake() if hasattr(pairs, "by_mistake") else [(t, t, a) for t, a in pairs]
+            for mistake, text, array in members:
+                mistake = f"{mistake}:{name}" if mistake == data.ASSIGNED else mistake
+                stored.setdefault((text, mistake), {}).setdefault(k, {})[name] = array
+    return stored
+
+
+def _reproduces(part_data, reports, outputs, stored):
+    """Whether a known mistake (``stored``: {case: {name: its array}}) gives the student's outputs in every case
+    (see ``_drop_unproved``)."""
+    names = {name for case in stored.values() for name in case}
+    for k, expected in enumerate(part_data.expected):
+        if reports[k].get("status") != "ok":
+            if k in stored:
+                return False
+            continue
+        for name in names & set(expected):
+            if name not in outputs[k] and name not in stored.get(k, {}):
+                continue                       # a dict's key neither has: the mistake's dict may lack it too
+            predicted = stored.get(k, {}).get(name, expected[name])
+            if not compare.same_output(outputs[k].get(name), predicted):
+                return False
+    return True
 
 
 def _message(verdicts, verbose):
@@ -450,12 +500,13 @@ def _judge_part(part, part_data, outcome, verbose, diagnose):
         v.lines[0] = "all {} cases{}".format(cases, v.lines[0])          # ": the error's first line"
         lines, hints = _message([v], verbose)
         return 0.0, "failed", "\n".join([f"0 of {cases} cases passed"] + lines), hints
-    verdicts = []
-    for k in range(cases):
-        arrays = {name: a for (case, name), a in outcome.arrays.items() if case == k}
-        verdicts.append(judge_case(k, part_data.configs[k], part_data.expected[k], part_data.variants[k],
-                                   reports[k], arrays, verbose))
-    _drop_coincidences(verdicts, part_data.variants, reports)
+    outputs = [{} for _ in range(cases)]
+    for (case, name), array in outcome.arrays.items():
+        if 0 <= case < cases:
+            outputs[case][name] = array
+    verdicts = [judge_case(k, part_data.configs[k], part_data.expected[k], part_data.variants[k], reports[k],
+                           outputs[k], verbose) for k in range(cases)]
+    _drop_unproved(verdicts, part_data, reports, outputs)
     passed = sum(v.passed for v in verdicts)
     score = round(part.points * passed / cases, 2)
     status = "passed" if passed == cases else "failed"

@@ -94,6 +94,8 @@ NO_CACHE_FIELD = "forward's Cache has no field"
 HUNG = "It was running"
 ZEROS_SHARED = "binds a new array the layer never sees"
 STATE_NOT_CARRIED = "step t must start from the state step t-1 returned"
+STATE_FROM_START = ("these values are what starting every step from the initial state would give: " + STATE_NOT_CARRIED
+                    + " (new = cell.forward(X[t], state), then state = new), not from state0 again")
 
 SKIP_REPEATS = ("these values are what allowing a skip between two EQUAL labels would give: skip_connect[s] is 1 only "
                 "where a label differs from the one two places before; between repeated labels the blank is compulsory, "
@@ -257,7 +259,7 @@ CATALOGUE = (
     Mistake("seq-reverse-direction-not-reversed", SEQ, "steps = range(T) if reverse else reversed(range(T))",
             "steps = reversed(range(T))", ("6.1", "6.2", "7.3")),
     Mistake("seq-state-not-carried", SEQ, "new = cell.forward(X[t], state)", "new = cell.forward(X[t], state0)",
-            ALL_SEQ, STATE_NOT_CARRIED),
+            ALL_SEQ, STATE_FROM_START, variant=True),
     Mistake("seq-output-gradient-dropped", SEQ, "self._parts(d_state)[0] + dY[t],)", "self._parts(d_state)[0],)",
             ALL_SEQ, DY_DROPPED, variant=True, located="line"),
     Mistake("seq-ignores-lengths", SEQ, "state = self._as_state(tuple(np.where(live[t], a, b)",

@@ -10,6 +10,8 @@ child by reading the methods of the student's layer with ``ast``:
     step gradient   the first statement of that loop reading ``dY`` (else its ``cell.backward`` call)
     state kept      the first statement of ``_run_direction``'s loop assigning ``state``
     masked gradient the ``cell.backward`` call of ``_backward_direction``'s loop
+    grads assigned  the first ``grads[name] = …`` (not ``+=``) of the layer's cell's ``backward``: a new array
+                    bound where the layer shares the cell's own (``self.grads``, or a name given it)
 
 ``find`` runs in the child on untrusted code and never raises; its strings are untrusted data to the parent,
 which only bounds them and shows them (``feedback``). Standard library only: the child loads this file by path
@@ -41,6 +43,7 @@ LAYER_ORDER = ("in BPTT the gradient reaching layer l's outputs is the dX that l
 PLACE_OF = {LAYER_ORDER: "layer loop", TIME_NOT_REVERSED: "time loop", FUTURE_DROPPED: "step gradient",
             ONLY_LAST_DY: "step gradient", DY_DROPPED: "step gradient", IGNORES_LENGTHS: "state kept",
             IGNORES_LENGTHS_BACKWARD: "masked gradient"}
+GRADS_ASSIGNED = "grads assigned"        # the place of compare.ZERO_GRAD_SEQUENCE, which is said only with it
 
 
 METHODS = ("backward", "_backward_direction", "_run_direction")
@@ -124,6 +127,25 @@ def _assigns(node, name):
     return any(isinstance(n, ast.Name) and n.id == name for t in targets if t is not None for n in ast.walk(t))
 
 
+def _grads_names(function):
+    """The names a cell's backward gives its ``self.grads`` (``g = self.grads``), and ``self.grads`` itself."""
+    names = {"self.grads"}
+    for node in ast.walk(function):
+        if not isinstance(node, ast.Assign):
+            continue
+        for target in node.targets:                  # g = self.grads; p, g = self.params, self.grads
+            pairs = zip(target.elts, node.value.elts) if isinstance(target, ast.Tuple) and isinstance(
+                node.value, ast.Tuple) and len(target.elts) == len(node.value.elts) else [(target, node.value)]
+            names.update(t.id for t, v in pairs if isinstance(t, ast.Name) and ast.unparse(v) == "self.grads")
+    return names
+
+
+def _binds_a_gradient(node, names):
+    """Whether ``node`` is ``grads["name"] = …`` (a plain assignment, not ``+=``) into one of ``names``."""
+    return isinstance(node, ast.Assign) and any(
+        isinstance(t, ast.Subscript) and ast.unparse(t.value) in names for t in node.targets)
+
+
 def _statement(loop, test):
     """The first statement in ``loop``'s body (at any depth) that passes ``test``."""
     for node in ast.walk(loop):
@@ -157,6 +179,10 @@ def _places(layer, root):
         put("time loop", steps, _order_of(steps[0], loop))
         put("step gradient", steps, _statement(loop, lambda n: _reads(n, "dY")) or _statement(loop, _calls_backward))
         put("masked gradient", steps, _statement(loop, _calls_backward))
+    cells = getattr(layer, "cells", None)
+    cell = _function(cells[0], "backward") if type(cells) is list and cells else None
+    if cell is not None:
+        put(GRADS_ASSIGNED, cell, _statement(cell[0], lambda n: _binds_a_gradient(n, _grads_names(cell[0]))))
     run = _function(layer, "_run_direction")
     loop = _first_for(run[0]) if run is not None else None
     if loop is not None:
@@ -171,7 +197,10 @@ def find(layer, root):
     """{place: 'mytorch/nn/recurrent.py:123: <the line>'} for the places of the layer's methods found in
     ``root``; empty when the code cannot be read (never raises)."""
     try:
-        key = (root, *(getattr(getattr(type(layer), name, None), "__code__", None) for name in METHODS))
+        cells = getattr(layer, "cells", None)
+        cell = type(cells[0]) if type(cells) is list and cells else None
+        key = (root, *(getattr(getattr(type(layer), name, None), "__code__", None) for name in METHODS),
+               getattr(getattr(cell, "backward", None), "__code__", None))
         if key not in _found:
             _found[key] = _places(layer, root)
         return dict(_found[key])

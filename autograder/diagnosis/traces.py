@@ -35,6 +35,7 @@ class Record:
     value: np.ndarray
     at: tuple = ()               # (name, value) of the loop variables of its iteration: (("t", 3), ("k", 1))
     loop: int = 0                # the line of the innermost for loop it is computed in (0: none)
+    kind: str = "f"              # what it held before it became float64: "f" floats, "i" integers, "b" truth values
 
 
 def _int(v, low=0, high=1 << 31):
@@ -65,7 +66,7 @@ def parse(meta, flat):
             cleaned[key] = untrusted.line(value, limit)
         return cleaned[key]
     for index, entry in enumerate(entries):
-        if not (isinstance(entry, list) and len(entry) in (7, 8, 9)):
+        if not (isinstance(entry, list) and len(entry) in (7, 8, 9, 10)):
             raise ValueError("a malformed trace record")
         name, file, line, frame, function, reads, dims = entry[:7]
         if not (isinstance(name, str) and isinstance(file, str) and isinstance(function, str)
@@ -82,7 +83,8 @@ def parse(meta, flat):
         records.append(Record(clean(name, 120), clean(file, 200), line, code[where],
                               _int(frame), clean(function, 80), tuple(r for r in map(_int, reads[:64]) if r < index),
                               flat[offset:offset + size].reshape(shape), _iteration(entry[7] if len(entry) > 7 else []),
-                              _loop_line(entry[8] if len(entry) > 8 else 0)))
+                              _loop_line(entry[8] if len(entry) > 8 else 0),
+                              entry[9] if len(entry) > 9 and entry[9] in ("i", "b") else "f"))
         offset += size
     if offset != flat.size:
         raise ValueError("a trace's values do not add up")

@@ -263,13 +263,24 @@ def as_numbers(value):
     return None
 
 
+def kind_of(value):
+    """What a kept value held before it became float64: 'b' truth values, 'i' integers, 'f' anything else
+    (floats): a kind of difference (a factor, a log, a sign) is only said of floats."""
+    t = type(value)
+    if t is np.ndarray:
+        return "b" if value.dtype.kind == "b" else "i" if value.dtype.kind in "iu" else "f"
+    if t in (list, tuple) and value and all(type(v) in (int, np.int64) for v in value):
+        return "i"
+    return "f"
+
+
 def _parts(name, value):
-    """(name, array) for a value, or for each array of a short tuple or list of arrays (a state (h, c))."""
+    """(name, array, kind) for a value, or for each array of a short tuple or list of arrays (a state (h, c))."""
     array = as_numbers(value)
     if array is not None:
-        return [(name, array)]
+        return [(name, array, kind_of(value))]
     if type(value) in (tuple, list) and 0 < len(value) <= 8:           # (h, c), or two dicts of scores
-        return [(f"{name}[{k}]", a) for k, v in enumerate(value) for a in [as_numbers(v)] if a is not None]
+        return [(f"{name}[{k}]", a, kind_of(v)) for k, v in enumerate(value) for a in [as_numbers(v)] if a is not None]
     return []
 
 
@@ -440,8 +451,8 @@ class Tracer:
         if statement.is_return:
             if returned is not None:
                 name = f"return of {frame.f_code.co_name}"
-                for part, value in _parts(name, returned):
-                    self._keep(state, statement, reads, part, part, value, at)
+                for part, value, kind in _parts(name, returned):
+                    self._keep(state, statement, reads, part, part, value, at, kind)
             return
         for target in statement.targets:
             self._target(state, statement, reads, target, local, at)
@@ -459,10 +470,10 @@ class Tracer:
             return
         name = _text(target)
         base = _text(target.value) if isinstance(target, ast.Subscript) else name
-        for part, array in _parts(name, value):
-            self._keep(state, statement, reads, part, base, array, at)
+        for part, array, kind in _parts(name, value):
+            self._keep(state, statement, reads, part, base, array, at, kind)
 
-    def _keep(self, state, statement, reads, name, base, value, at=()):
+    def _keep(self, state, statement, reads, name, base, value, at=(), kind="f"):
         records, nbytes, _ = self.limits
         if len(self.records) >= records or self._bytes + value.nbytes > nbytes:
             self._stop("the trace is full")
@@ -470,7 +481,7 @@ class Tracer:
         index = len(self.records)
         self.records.append({"name": name, "file": state["rel"], "line": statement.line, "text": statement.text,
                              "frame": state["frame"], "function": state["function"], "reads": reads, "at": at,
-                             "loop": statement.loop_line})
+                             "loop": statement.loop_line, "kind": kind})
         self.values.append(value)
         self._bytes += value.nbytes
         state["by_text"][name] = index
@@ -483,8 +494,11 @@ class Tracer:
         for record, value in zip(self.records, self.values):
             key = f"{record['file']}:{record['line']}"
             texts.setdefault(key, record["text"])
+            # then, where they say more than their defaults: the iteration and loop line, the kind of the value
+            extra = [record["at"], record["loop"]] if record["loop"] or record["kind"] != "f" else []
+            extra += [record["kind"]] if record["kind"] != "f" else []
             meta.append([record["name"], record["file"], record["line"], record["frame"], record["function"],
-                         record["reads"], list(value.shape)] + ([record["at"], record["loop"]] if record["loop"] else []))
+                         record["reads"], list(value.shape)] + extra)
         flat = np.concatenate([v.ravel() for v in self.values]) if self.values else np.zeros(0)
         callers, wanted = {}, {r["frame"] for r in self.records}
         while wanted:                                    # who called each frame that recorded, and so on up

@@ -187,8 +187,9 @@ def explain(reference, student, config=None, wrong_outputs=(), forward_right=Fal
         previous = [(r.value, None if r.frame == q.frame else r.function)
                     for r in ref[:finding.wrong] if matching.base_name(r.name) == matching.base_name(q.name)][-1:]
         hidden = (config or {}).get("H")
+        floats = s.kind == q.kind == "f"             # a kind of difference is a statement about numbers
         kind = differences.kind_of_difference(s.value, q.value, previous, gates, q.function,
-                                  hidden if isinstance(hidden, int) else None)
+                                              hidden if isinstance(hidden, int) else None) if floats else ""
         lines.append(_shown(s))
         # a value of another name is the nearest one, not the quantity: say whose value it is compared with
         other = q.name if matching.base_name(s.name) != matching.base_name(q.name) else None
@@ -196,7 +197,7 @@ def explain(reference, student, config=None, wrong_outputs=(), forward_right=Fal
         if difference:
             lines.append(f"    {difference}")
         if not kind and other is None:
-            lines += differences.algebra(s.value, q, ref)
+            lines += differences.algebra(s.value, q, ref) if floats else []
         lines += _never_updated(finding, ref, student, s)
         if handout_function(s.file, s.function):
             lines += _called_from(student, s, levels=3, across_files=True, until_own=True)

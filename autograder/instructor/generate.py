@@ -55,7 +55,7 @@ def mutated_copy(mistake, into):
     return into
 
 
-ASSIGNED = "grads-assigned"
+ASSIGNED = data.ASSIGNED
 
 
 def assigned_variant(outputs):
@@ -83,7 +83,7 @@ def reference_trace(config, inputs, workers=(None, None)):
         raise RuntimeError(f"part {config.get('part')}: the solution could not be traced")
     trace = traces.stable(runs[0][0], runs[1][0])
     records = [[r.name, r.file, r.line, r.frame, r.function, list(r.reads), list(r.value.shape)]
-               for r in trace.records]
+               + ([[], 0, r.kind] if r.kind != "f" else []) for r in trace.records]
     callers = {str(f): [c, file, line] for f, (c, file, line, _) in trace.callers.items()}
     flat = np.concatenate([r.value.ravel() for r in trace.records]) if trace.records else np.zeros(0)
     # the data ships to students: no solution source (texts), only names, places and values

@@ -212,15 +212,21 @@ class Traces:
         return self._all()[k]
 
 
+# the known mistake `grads[name] = …` for `+=`, stored for every parameter at once: each parameter's gradient is
+# its own mistake (a cell may assign one and add the others)
+ASSIGNED = "grads-assigned"
+
+
 class Variants:
     """The ``(hint text, array)`` pairs of one output's known mistakes, read from the file when first iterated:
     only a case that fails is compared with them, and they are most of a part's arrays."""
 
     def __init__(self):
-        self._members, self._pairs = [], None
+        self._members, self._pairs, self._ids = [], None, []
 
-    def add(self, text, member):
+    def add(self, text, member, mistake=None):
         self._members.append((text, member))
+        self._ids.append(mistake if mistake is not None else text)
 
     def __iter__(self):
         if self._pairs is None:
@@ -233,6 +239,10 @@ class Variants:
     def texts(self):
         """The hint texts, without reading an array."""
         return [text for text, _ in self._members]
+
+    def by_mistake(self):
+        """``(mistake id, hint text, array)`` of each known mistake: two mistakes may share a hint's text."""
+        return [(mistake, text, array) for mistake, (text, array) in zip(self._ids, self)]
 
 
 def _read(content):
@@ -250,7 +260,7 @@ def _read(content):
             trace_values[k] = member
         elif kind == "hint":
             hint_id, name = rest.split(":", 1)
-            variants[k].setdefault(name, Variants()).add(hints[hint_id], member)
+            variants[k].setdefault(name, Variants()).add(hints[hint_id], member, hint_id)
         elif kind == "in":
             inputs[k][rest] = _array(member())
         elif kind == "out":
