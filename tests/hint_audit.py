@@ -29,6 +29,7 @@ from tests import mutants
 
 WORKERS = 2
 HINTED = tuple(m for m in mistakes.CATALOGUE if m.variant and m.hint)
+# the areas of tests/test_diagnosis.py, where students struggle differently
 AREAS = {"cells": {"nn/rnn_cell.py", "nn/gru_cell.py", "nn/gru_block_cell.py", "nn/gmu_cell.py", "nn/tgru_cell.py",
                    "nn/lstm_cell.py"},
          "BPTT": {"nn/recurrent.py"}, "CTC": {"nn/ctc.py", "nn/ctc_course.py"}, "decoding": {"nn/ctc_decode.py"}}
