@@ -14,7 +14,10 @@ line keeps its number. ``run_mutants`` grades mutants in one process per call, t
 entry (``driver.run``), judge (``feedback.judge_part``) and diagnosis (``tracing`` + ``diagnosis``): the
 submission is imported in this process, which only a test may do.
 
-    python -m tests.mutants IN.json OUT.json        # what run_mutants does, in a fresh process
+    python -m tests.mutants IN.json OUT.json [OUTPUTS]   # what run_mutants does, in a fresh process
+
+With OUTPUTS (a folder), each mutant's raw output arrays are kept there too, as ``N.npz`` for the N-th mutant
+of IN.json (the driver's keys, ``case:name``): tests/hint_audit.py compares them with the catalogue's.
 """
 import ast
 import collections
@@ -128,13 +131,15 @@ def _targets(statement):
     return names
 
 
-def fresh():
-    """tests/fresh_mistakes.py's mistakes as mutants (kind 'fresh'): the quantity is what the solution's statement
-    at the mistake's line assigns (nothing for a loop's head: its line alone is looked for)."""
-    from tests.fresh_mistakes import FRESH
+def fresh(entries=None):
+    """tests/fresh_mistakes.py's mistakes (or ``entries``, dicts of the same form) as mutants (kind 'fresh'): the
+    quantity is what the solution's statement at the mistake's line assigns (nothing for a loop's head: its line
+    alone is looked for)."""
+    if entries is None:
+        from tests.fresh_mistakes import FRESH as entries
 
     found = []
-    for mistake in FRESH:
+    for mistake in entries:
         with open(os.path.join(REPO, mistake["file"])) as f:
             source = f.read()
         assert source.count(mistake["old"]) == 1 and mistake["old"].count("\n") == mistake["new"].count("\n"), mistake
@@ -210,11 +215,12 @@ def solution_copy(root):
     return root
 
 
-def grade_mutant(mutant, part_data, part, root, pycs=None):
+def grade_mutant(mutant, part_data, part, root, pycs=None, outputs=None):
     """``(lost points, report)`` of one mutant: its part graded and, if it loses points, diagnosed. ``root``: a
     ``solution_copy``, whose mutated file this writes (``restore`` puts it back). ``pycs``:
     ``compiled_solution(root)``, imported as a part's child imports a submission (``worker.source_only``;
-    call in the mutant's forked child only)."""
+    call in the mutant's forked child only). ``outputs``: a path where the arrays every case returned are saved
+    (``np.savez``, keyed ``case:name`` as the driver keys them)."""
     from autograder.diagnosis import diagnose, differences, feedback, traces, tracing, wording
     from autograder.parts import driver
     from autograder.sandbox import runner, worker
@@ -231,6 +237,9 @@ def grade_mutant(mutant, part_data, part, root, pycs=None):
         import mytorch
         inputs = [{k: v.copy() for k, v in i.items()} for i in part_data.inputs]
         arrays, report = driver.run(mytorch, root, part_data.configs, inputs)
+        if outputs:
+            import numpy as np
+            np.savez(outputs, **arrays)
         arrays = {(int(key.split(":", 1)[0]), key.split(":", 1)[1]): v for key, v in arrays.items()}
         outcome = runner.Outcome(reports=json.loads(report), arrays=arrays)
 
@@ -299,8 +308,9 @@ def _forked(function, seconds):
         return [None, "timeout"]
 
 
-def run_mutants(items):
-    """Grade ``items`` (Mutant tuples), each in a forked child: [(mutant, lost points, report)]."""
+def run_mutants(items, outputs=None):
+    """Grade ``items`` (Mutant tuples), each in a forked child: [(mutant, lost points, report)]. ``outputs``: a
+    folder where the n-th mutant's output arrays are saved as ``n.npz`` (see ``grade_mutant``)."""
     import importlib
 
     from autograder.parts import data, spec
@@ -316,13 +326,14 @@ def run_mutants(items):
     with tempfile.TemporaryDirectory() as work:
         root = solution_copy(os.path.join(work, "sub"))   # copied once: each mutant changes one file of it
         pycs = compiled_solution(root)
-        for mutant in items:
+        for n, mutant in enumerate(items):
             mutant = Mutant(*mutant)
             if mutant.part not in cache:
                 cache[mutant.part] = data.load_part(mutant.part)
                 cache[mutant.part].traces[0]              # read once here, not in every forked child
+            saved = os.path.join(outputs, f"{n}.npz") if outputs else None
             lost, text = _forked(lambda: grade_mutant(mutant, cache[mutant.part],
-                                                      spec.PARTS_BY_NUMBER[mutant.part], root, pycs), 15)
+                                                      spec.PARTS_BY_NUMBER[mutant.part], root, pycs, saved), 15)
             restore(mutant, root)
             results.append((mutant, lost, text))
     return results
@@ -349,6 +360,6 @@ if __name__ == "__main__":
     sys.path.insert(0, REPO)
     with open(sys.argv[1]) as f:
         items = json.load(f)
-    graded = run_mutants(items)
+    graded = run_mutants(items, sys.argv[3] if len(sys.argv) > 3 else None)
     with open(sys.argv[2], "w") as f:
         json.dump([[list(m), lost, text] for m, lost, text in graded], f)
