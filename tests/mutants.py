@@ -243,7 +243,7 @@ def grade_mutant(mutant, part_data, part, root, pycs=None, outputs=None):
         arrays = {(int(key.split(":", 1)[0]), key.split(":", 1)[1]): v for key, v in arrays.items()}
         outcome = runner.Outcome(reports=json.loads(report), arrays=arrays)
 
-        def diagnose(k, wrong):                       # as grade.grade_part, with the case run here
+        def where_it_goes_wrong(k, wrong):            # as grade.grade_part, with the case run here
             result = driver.run_case(mytorch, root, dict(part_data.configs[k], trace=True),
                                      {n: v.copy() for n, v in part_data.inputs[k].items()}, tracing)
             if result.trace is None:
@@ -251,8 +251,8 @@ def grade_mutant(mutant, part_data, part, root, pycs=None, outputs=None):
             student = traces.parse(json.loads(json.dumps(result.trace[0])), result.trace[1])   # as sent
             reference = diagnose.reference_trace(part_data, k)
             return wording.explain(reference, student, part_data.configs[k],
-                                     differences.gate_blocks(wrong, part_data.configs[k]))
-        score, status, text, _ = feedback.judge_part(part, part_data, outcome, diagnose=diagnose)
+                                   differences.gate_blocks(wrong, part_data.configs[k]))
+        score, status, text, _ = feedback.judge_part(part, part_data, outcome, diagnose=where_it_goes_wrong)
     except BaseException as error:                    # a mutant that hangs or breaks the run: not counted
         return None, f"{type(error).__name__}"
     finally:
