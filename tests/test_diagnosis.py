@@ -46,11 +46,14 @@ def test_the_trace_records_assignments_with_their_lines_reads_and_callers(tmp_pa
     with tracing.Tracer(str(tmp_path)) as trace:
         f["Cell"]().step(x, grads)
     names = [(r["name"], r["line"]) for r in trace.records]
-    assert names == [("a", 7), ("b", 3), ("return of helper", 4), ("self.h", 8), ("grads['w']", 9),
-                     ("r", 10), ("z", 10)]                             # n = 3 is not an array; return r is a name
-    assert trace.records[1]["reads"] == [] and trace.records[2]["reads"] == [1]
-    assert trace.records[4]["reads"] == [3]                           # self.h, read back from the instance
-    np.testing.assert_array_equal(trace.values[4], (x * 2 + 1).sum(axis=0))
+    # n = 3 is not an array; return r is a name; helper's argument is a value of the line that calls it
+    assert names == [("a", 7), ("a passed to helper (argument 1)", 8), ("b", 3), ("return of helper", 4),
+                     ("self.h", 8), ("grads['w']", 9), ("r", 10), ("z", 10)]
+    assert trace.records[1]["reads"] == [0] and trace.records[1]["frame"] == trace.records[0]["frame"]
+    np.testing.assert_array_equal(trace.values[1], trace.values[0])
+    assert trace.records[2]["reads"] == [] and trace.records[3]["reads"] == [2]
+    assert trace.records[5]["reads"] == [4]                           # self.h, read back from the instance
+    np.testing.assert_array_equal(trace.values[5], (x * 2 + 1).sum(axis=0))
     meta, flat = trace.pack()
     parsed = traces.parse(json.loads(json.dumps(meta)), flat)
     assert [r.name for r in parsed.records] == [n for n, _ in names]
@@ -103,7 +106,9 @@ def test_a_value_computed_in_a_loop_carries_its_loop_variables(tmp_path):
         f["walk"](np.ones((2, 3)), {(1, 2): 0.5})
     at = [(r["name"], r["at"]) for r in trace.records]
     assert at[0] == ("h", [])
-    assert at[1:4] == [("w", []), ("h", [["layer", 0], ["direction", 1], ["t", 0]]), ("w", [])]
+    first = [["layer", 0], ["direction", 1], ["t", 0]]                 # an argument: the caller's iteration
+    assert at[1:5] == [("v passed to scale (argument 1)", first), ("w", []), ("h", first),
+                       ("v passed to scale (argument 1)", [["layer", 0], ["direction", 1], ["t", 1]])]
     assert ("h", [["layer", 1], ["direction", 0], ["t", 1]]) in at
     assert ("s", [["prefix", [1, 2]]]) in at                            # the score, a float, is no label
     meta, flat = trace.pack()
@@ -244,8 +249,9 @@ def test_a_record_names_its_function_as_co_qualname_does_on_every_python(tmp_pat
                            "        return h\n"))
     with tracing.Tracer(str(tmp_path)) as trace:
         f["Cell"]().forward(np.ones(2))
-    assert [(r["name"], r["function"]) for r in trace.records] == [("w", "Cell.forward.<locals>.scaled"),
-                                                                  ("h", "Cell.forward")]
+    assert [(r["name"], r["function"]) for r in trace.records] == [
+        ("v passed to Cell.forward.<locals>.scaled (argument 1)", "Cell.forward"),
+        ("w", "Cell.forward.<locals>.scaled"), ("h", "Cell.forward")]
     if sys.version_info >= (3, 11):
         odd = tmp_path / "odd.py"
         odd.write_text(ODD_SHAPES)
@@ -287,7 +293,8 @@ def test_a_malformed_trace_is_refused_with_a_value_error():
         broken["records"][0][field] = value
         with pytest.raises(ValueError):
             traces.parse(broken, flat)
-    for record in (None, "x", meta["records"][0][:6], meta["records"][0] + [[], 0, "f", 0]):
+    first = meta["records"][0][:7]                                      # its fields without the optional ones
+    for record in (None, "x", first[:6], first + [[], 0, "f", 0]):
         with pytest.raises(ValueError):
             traces.parse(dict(meta, records=[record] + meta["records"][1:]), flat)
     # a record's loop variables only label a report: well formed, they are kept; else dropped, never trusted
@@ -295,10 +302,10 @@ def test_a_malformed_trace_is_refused_with_a_value_error():
                      (0, ()), ([["t\n; x", 3]], ()), ([["t", 1 << 40]], ()), ([["t", "3"]], ()), ([["t", 3.0]], ()),
                      ([["t", [1] * 21]], ()), ([["t", True]], ()), ([["a", 1]] * 5, (("a", 1),) * 4),
                      ([["t", 3, 4]], ()), ([["x" * 31, 3]], ())):
-        records = [meta["records"][0] + [at]] + meta["records"][1:]
+        records = [first + [at]] + meta["records"][1:]
         assert traces.parse(dict(meta, records=records), flat).records[0].at == kept, at
     for line, kept in ((12, 12), (0, 0), (-3, 0), (1 << 30, 0), ("12", 0), (12.0, 0), (True, 0), ([12], 0)):
-        records = [meta["records"][0] + [[], line]] + meta["records"][1:]          # the loop's line, or 0
+        records = [first + [[], line]] + meta["records"][1:]                      # the loop's line, or 0
         assert traces.parse(dict(meta, records=records), flat).records[0].loop == kept, line
     for values in (flat[:-1], np.append(flat, 0.0), flat.astype(np.float32), flat.reshape(1, -1), list(flat)):
         with pytest.raises(ValueError):

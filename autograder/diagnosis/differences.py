@@ -13,6 +13,9 @@ GATES = {"GRUCell": ("r", "z", "n"), "LSTMCell": ("i", "f", "g", "o"), "GMUCell"
          "TGRUCell": ("z", "f", "o"), "GRUBlockCell": ("r", "u")}
 
 
+BEFORE_UPDATE = "the value it had before its previous update in this call"
+
+
 def kind_of_difference(got, expected, previous=(), gates=(), function=None, hidden=None):
     """The kind of difference between a student's value and the expected one, in words ('' if none known), each
     said only when its definition holds: ``previous``, the quantity's reference value at its assignment before
@@ -27,7 +30,7 @@ def kind_of_difference(got, expected, previous=(), gates=(), function=None, hidd
     for earlier, made_in in previous:
         if earlier.shape == got.shape and matching.close(got, earlier):
             if made_in is None:                      # the same call: a loop's update (a layer's, a direction's)
-                return "the value it had before its previous update in this call"
+                return BEFORE_UPDATE
             if made_in == function:
                 return f"the value it had one step before (its value in the previous call of {made_in})"
             return f"the value {made_in} gave it before this call"

@@ -15,7 +15,10 @@ and, if it holds numbers, kept as one record:
 A number (``ndarray`` of a numeric dtype, a NumPy or Python float, a list or tuple of numbers or of arrays) is
 kept; anything else is skipped. Targets are read without running the submission's code: locals, an
 instance's ``__dict__``, and indexing only of exact ``dict``, ``list`` and ``ndarray`` objects by constants,
-names and slices. ``return <expression>`` (not a bare name) is recorded as ``return of f``.
+names and slices. ``return <expression>`` (not a bare name) is recorded as ``return of f``. Each argument a
+traced call is given (but a function the handout gives whole) is kept too, as a value of the caller's
+statement: ``x passed to RNNCell.forward (argument 1)``, at the caller's line, reading what it reads, and
+``kind`` says what a value held before it became float64 (floats, integers, truth values).
 
 ``sys.settrace`` works on every Python the grader supports (3.11 has no ``sys.monitoring``; on 3.12+ the
 same tracer runs, and only failing cases are traced, so its speed matters little).
@@ -227,6 +230,7 @@ def _scope_nodes(body, definitions=False):
                 yield from _scope_nodes(inner, definitions)
 
 
+PASSED = "passed to"             # an argument's name: ``x passed to RNNCell.forward (argument 1)``
 ITERATION_NAMES = 4                                # loop variables kept per record
 
 
@@ -340,14 +344,16 @@ def _read(node, local):
 class Tracer:
     """``with Tracer(root, skip):`` records the submission's values (see the module docstring).
 
-    ``skip(relpath, function)``: True for provided code that is not traced. After the block, ``records``
-    holds dicts (name, file, line, text, frame, function, reads) and ``values`` the arrays; ``lost`` says why tracing
-    stopped early ('' if it did not).
+    ``skip(relpath, function)``: True for provided code that is not traced; ``given(relpath, qualified name)``:
+    True for a function the handout gives whole, whose arguments are not kept (what it computes from them is).
+    After the block, ``records`` holds dicts (name, file, line, text, frame, function, reads) and ``values`` the
+    arrays; ``lost`` says why tracing stopped early ('' if it did not).
     """
 
-    def __init__(self, root, skip=lambda relpath, function: False, records=RECORDS, nbytes=BYTES, seconds=SECONDS):
+    def __init__(self, root, skip=lambda relpath, function: False, records=RECORDS, nbytes=BYTES, seconds=SECONDS,
+                 given=lambda relpath, function: False):
         self.root = os.path.realpath(root) + os.sep
-        self.skip, self.limits = skip, (records, nbytes, seconds)
+        self.skip, self.given, self.limits = skip, given, (records, nbytes, seconds)
         self.records, self.values, self.lost = [], [], ""
         self._files, self._tables, self._frames = {}, {}, 0
         self._names, self._file_names = {}, {}           # code -> its qualified name; file -> _qualified_names
@@ -404,6 +410,8 @@ class Tracer:
                 if not hasattr(code, "co_qualname") and code.co_filename not in self._file_names:   # before 3.11
                     self._file_names[code.co_filename] = _qualified_names(code.co_filename)
                 function = self._names[code] = qualified_name(code, self._file_names.get(code.co_filename))
+            if caller is not None and caller["pending"] is not None and not self.given(rel, function):
+                self._arguments(caller, frame, code, function)
             state = {"frame": self._frames, "rel": rel, "function": function, "table": table, "pending": None,
                      "lasti": -1, "by_text": {}, "by_base": {}}
             self._active[id(frame)] = state
@@ -411,6 +419,22 @@ class Tracer:
         except Exception as error:                      # a student's object in a frame: no diagnosis, no harm
             self._stop(f"the tracer failed ({type(error).__name__})")
             return None
+
+    def _arguments(self, caller, frame, code, function):
+        """Each argument a traced call is given, kept as a value of the caller's statement that makes the call
+        (``x passed to RNNCell.forward``, at the caller's line, reading what that statement reads): a call's
+        arguments are quantities, and a wrong one is the caller's."""
+        statement = caller["pending"]
+        reads = sorted({caller["by_text"].get(text, caller["by_base"].get(base))
+                        for text, base in statement.reads} - {None})
+        at = _iteration(statement.loops, frame.f_back.f_locals) if statement.loops else []
+        local, parameters = frame.f_locals, code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+        bound = 1 if parameters[:1] == ("self",) else 0          # a method's self is not in the call's arguments
+        for position, parameter in enumerate(parameters[bound:]):
+            if parameter in local:
+                name = f"{parameter} {PASSED} {function} (argument {position + 1})"
+                for part, array, kind in _parts(name, local[parameter]):
+                    self._keep(caller, statement, reads, part, part, array, at, kind)
 
     def _local(self, state):
         def local(frame, event, arg):

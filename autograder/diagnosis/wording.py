@@ -14,7 +14,7 @@ import textwrap
 
 import numpy as np
 
-from autograder.diagnosis import differences, matching, traces
+from autograder.diagnosis import calls, differences, matching, traces
 from autograder.diagnosis.matching import ATOL
 from autograder.parts.driver import handout_function  # a plain table; imported now, never after
 
@@ -98,6 +98,7 @@ def _what_is_right(finding, reference, student, callers=None, besides=()):
     same = [student[min(j for j, _ in finding.found[k])].name for k in finding.right
             if reference[k].frame == q.frame and finding.found.get(k)]
     same = [name for name in same if not name.startswith("return of") and name not in besides
+            and not calls.argument(name)
             and matching.base_name(name) != matching.base_name(q.name)]          # (right at earlier steps: said by the "when" below)
     words = []
     files = {r.function: r.file for r in reference}
@@ -117,7 +118,9 @@ def _what_is_right(finding, reference, student, callers=None, besides=()):
 def _shown(record):
     """'  your `da` at FILE:LINE:' and the statement, or '  `total` in the provided _lse at …' for a value
     computed in a function the handout gives whole: only the student's own code is called theirs."""
-    if handout_function(record.file, record.function):
+    if calls.argument(record.name):
+        where = calls.shown(record, _when(record))
+    elif handout_function(record.file, record.function):
         where = f"  `{record.name}` in the provided {record.function} at {record.file}:{record.line}"
     else:
         where = f"  your `{record.name}` at {record.file}:{record.line}{_when(record)}"
@@ -160,6 +163,7 @@ def explain(reference, student, config=None, wrong_outputs=(), forward_right=Fal
     symbols = (config or {}).get("symbol_set")
     if finding is not None and isinstance(symbols, list) and all(isinstance(c, str) for c in symbols):
         student = _spelled(student, symbols)              # a beam's prefix as the student reads it: 'ba'
+        reference = _spelled(reference, symbols)
 
     if finding is None:
         return []
@@ -167,7 +171,7 @@ def explain(reference, student, config=None, wrong_outputs=(), forward_right=Fal
     q = ref[finding.wrong]
     gates = differences.GATES.get((config or {}).get("cell"), ())
     reads = [_whole(ref, p) for p in q.reads]
-    lines = [f"Where your values first go wrong: `{q.name}`" +
+    lines = [f"Where your values first go wrong: {calls.label(q.name)}" +
              (f" (computed from {_names(reads)})" if reads else "") + (f": {_equation(q.text)}" if q.text else "")]
     j = matching.candidate(finding, ref, mine)
     stray = _stray_write(finding, ref, mine, j)
@@ -190,12 +194,17 @@ def explain(reference, student, config=None, wrong_outputs=(), forward_right=Fal
         floats = s.kind == q.kind == "f"             # a kind of difference is a statement about numbers
         kind = differences.kind_of_difference(s.value, q.value, previous, gates, q.function,
                                               hidden if isinstance(hidden, int) else None) if floats else ""
+        if calls.argument(q.name) and kind == differences.BEFORE_UPDATE:
+            kind = "what this line passed in the call before"
         lines.append(_shown(s))
         # a value of another name is the nearest one, not the quantity: say whose value it is compared with
         other = q.name if matching.base_name(s.name) != matching.base_name(q.name) else None
         difference = "; ".join(t for t in (_first_difference(s.value, q.value, other, lattice), kind) if t)
         if difference:
             lines.append(f"    {difference}")
+        if calls.argument(s.name):
+            lines += calls.instead(s.value, q, ref, finding.wrong)
+        lines += _elsewhere_in_the_loop(s, q)
         if not kind and other is None:
             lines += differences.algebra(s.value, q, ref) if floats else []
         lines += _never_updated(finding, ref, student, s)
@@ -226,6 +235,19 @@ def explain(reference, student, config=None, wrong_outputs=(), forward_right=Fal
     if student.lost:
         lines.append(f"  (the trace of your code stopped early: {student.lost})")
     return lines
+
+
+def _elsewhere_in_the_loop(s, q):
+    """'    at this point the reference is at t = 4, you at t = 0: check the order of your loop at FILE:LINE' when
+    the student's value and the reference's it is compared with (the n-th of its name with the n-th) come from
+    other iterations of loop variables of the same names; [] otherwise."""
+    mine, theirs = dict(s.at), dict(q.at)
+    other = [n for n in theirs if n in mine and mine[n] != theirs[n]]
+    if not other:
+        return []
+    loop = f" at {s.file}:{s.loop}" if s.loop else ""
+    return [f"    at this point the reference is at {', '.join(f'{n} = {theirs[n]}' for n in other)}, you at "
+            f"{', '.join(f'{n} = {mine[n]}' for n in other)}: check the order and range of your loop{loop}"]
 
 
 def _spelled(trace, symbols):

@@ -82,8 +82,10 @@ def reference_trace(config, inputs, workers=(None, None)):
     if None in runs:
         raise RuntimeError(f"part {config.get('part')}: the solution could not be traced")
     trace = traces.stable(runs[0][0], runs[1][0])
-    records = [[r.name, r.file, r.line, r.frame, r.function, list(r.reads), list(r.value.shape)]
-               + ([[], 0, r.kind] if r.kind != "f" else []) for r in trace.records]
+    # … with the iteration each value is from (its loop variables' names and values) and its kind
+    records = [[r.name, r.file, r.line, r.frame, r.function, list(r.reads), list(r.value.shape),
+                [[n, list(v) if isinstance(v, tuple) else v] for n, v in r.at], r.loop]
+               + ([r.kind] if r.kind != "f" else []) for r in trace.records]
     callers = {str(f): [c, file, line] for f, (c, file, line, _) in trace.callers.items()}
     flat = np.concatenate([r.value.ravel() for r in trace.records]) if trace.records else np.zeros(0)
     # the data ships to students: no solution source (texts), only names, places and values

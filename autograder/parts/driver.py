@@ -485,7 +485,8 @@ def run_case(mytorch, root, config, inputs, tracing=None):
     recorded too (``result.trace``); a trace that fails costs only itself."""
     result = CaseResult()
     originals = {k: v.copy() for k, v in inputs.items()}
-    trace = tracing.Tracer(root, _traced_not) if config.get("trace") and tracing is not None else None
+    trace = tracing.Tracer(root, _traced_not, given=handout_function) \
+        if config.get("trace") and tracing is not None else None
     try:
         # NumPy's own defaults for each case, whatever the submission set at import (np.seterr(all="ignore")
         # there would hide the overflow of a naive sigmoid, which costs points)

@@ -1,0 +1,83 @@
+"""A call's arguments as quantities: which argument of which call a record is, the student's expression for it,
+and what a wrong one equals instead.
+
+The tracer keeps each argument a traced call is given as a value of the caller's statement that makes the call,
+named ``x passed to RNNCell.forward (argument 1)``: the reference's calls are compared with the student's,
+argument by argument, at the same iteration, and a wrong argument whose caller's inputs were right is the
+caller's mistake, reported at the caller's line.
+"""
+import ast
+import re
+
+import numpy as np
+
+from autograder.diagnosis import matching
+
+ARGUMENT = re.compile(r"(\w+) passed to (\S+) \(argument (\d+)\)")
+
+
+def argument(name):
+    """``(parameter, function, position)`` of an argument's record name (position 1 is the first argument the
+    call is written with), or None for any other record."""
+    match = ARGUMENT.fullmatch(name)
+    return (match.group(1), match.group(2), int(match.group(3))) if match else None
+
+
+def label(name):
+    """A quantity as the report names it: '`x` passed to RNNCell.forward' for an argument, '`da`' otherwise."""
+    passed = argument(name)
+    return f"`{passed[0]}` passed to {passed[1]}" if passed else f"`{name}`"
+
+
+def expression(text, name):
+    """The expression the student's statement ``text`` passes as the argument ``name`` (by keyword, or at its
+    position, in a call of that function's name), as they wrote it; '' if it cannot be read off the line."""
+    parameter, function, position = argument(name)
+    try:
+        tree = ast.parse(text.strip())
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return ""
+    short = function.rpartition(".")[2]
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        called = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+        if called != short:
+            continue
+        given = [k.value for k in node.keywords if k.arg == parameter]
+        if not given and position <= len(node.args) and not any(isinstance(a, ast.Starred) for a in node.args):
+            given = [node.args[position - 1]]
+        if given:
+            return ast.unparse(given[0])[:80]
+    return ""
+
+
+def shown(record, when):
+    """'  your line passes `X` as `inp` to Recurrent._run_direction at FILE:LINE (when …):' for an argument's
+    record (``when``: its iteration, said as the report says it)."""
+    parameter, function, _ = argument(record.name)
+    written = expression(record.text, record.name)
+    what = f"`{written}` as `{parameter}`" if written and written != parameter else f"`{parameter}`"
+    return f"  your line passes {what} to {function} at {record.file}:{record.line}{when}"
+
+
+def instead(value, q, reference, wrong):
+    """'    it equals the reference's `X`, where the reference passes its `inp`': the first value of the reference
+    (computed before the wrong one; not an argument itself) that the student's argument equals, and the last
+    one of the calling function that the reference's argument equals (what its variable holds at the call); []
+    when the student's equals none. Constant values (zeros equal many things) are matched with nothing."""
+    earlier = [r for r in reference[:wrong] if argument(r.name) is None]
+    mine = _equal(value, earlier)
+    if mine is None:
+        return []
+    theirs = _equal(q.value, [r for r in reversed(earlier) if r.function == q.function]) or _equal(q.value, earlier)
+    where = f", where the reference passes its `{theirs}`" if theirs is not None and theirs != mine else ""
+    return [f"    it equals the reference's `{mine}`{where}"]
+
+
+def _equal(value, records):
+    """The name of the first of ``records`` whose value equals ``value`` within the tolerance, or None (also for
+    a value too small or constant to say which it is)."""
+    if value.size < 2 or not np.isfinite(value).all() or np.ptp(value) <= matching.ATOL:
+        return None
+    return next((r.name for r in records if r.value.shape == value.shape and matching.close(r.value, value)), None)
