@@ -143,6 +143,8 @@ def fresh(entries=None):
         with open(os.path.join(REPO, mistake["file"])) as f:
             source = f.read()
         assert source.count(mistake["old"]) == 1 and mistake["old"].count("\n") == mistake["new"].count("\n"), mistake
+        first = source[:source.index(mistake["old"])].count("\n") + 1       # the line stays the edit's own
+        assert first <= mistake["line"] < first + max(1, mistake["old"].count("\n")), mistake
         at = [node for node in ast.walk(ast.parse(source)) if isinstance(node, (ast.Assign, ast.AugAssign, ast.Return))
               and node.lineno <= mistake["line"] <= node.end_lineno]
         found.append(Mutant(mistake["file"], mistake["line"], "fresh", source.replace(mistake["old"], mistake["new"]),
@@ -250,8 +252,9 @@ def grade_mutant(mutant, part_data, part, root, pycs=None, outputs=None):
                 return []
             student = traces.parse(json.loads(json.dumps(result.trace[0])), result.trace[1])   # as sent
             reference = diagnose.reference_trace(part_data, k)
-            return wording.explain(reference, student, part_data.configs[k],
-                                   differences.gate_blocks(wrong, part_data.configs[k]))
+            lines = wording.explain(reference, student, part_data.configs[k],
+                                    differences.gate_blocks(wrong or (), part_data.configs[k]))
+            return lines if wrong is not None or wording.names_a_value(lines) else []
         score, status, text, _ = feedback.judge_part(part, part_data, outcome, diagnose=where_it_goes_wrong)
     except BaseException as error:                    # a mutant that hangs or breaks the run: not counted
         return None, f"{type(error).__name__}"

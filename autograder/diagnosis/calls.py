@@ -71,13 +71,29 @@ def instead(value, q, reference, wrong):
     if mine is None:
         return []
     theirs = _equal(q.value, [r for r in reversed(earlier) if r.function == q.function]) or _equal(q.value, earlier)
-    where = f", where the reference passes its `{theirs}`" if theirs is not None and theirs != mine else ""
-    return [f"    it equals the reference's `{mine}`{where}"]
+    where = f", where the reference passes its {_named(theirs, q)}" if theirs is not None \
+        and theirs.name != mine.name else ""
+    return [f"    it equals the reference's {_named(mine, q)}{where}"]
+
+
+def never_made(q, student):
+    """'  your code never calls log_posterior from CTCLoss.forward; the reference's does, passing it `la`' when
+    the wrong quantity is an argument of a call the student's code does not make (no argument of that call in
+    the student's trace); [] otherwise."""
+    passed = argument(q.name)
+    if passed is None or any(argument(s.name) and argument(s.name)[1] == passed[1] for s in student):
+        return []
+    return [f"  your code never calls {passed[1]}; the reference's {q.function} does here, passing it `{passed[0]}`"]
+
+
+def _named(record, q):
+    """'`inp`', or '`Y` (of Recurrent._run_direction)' for a value of another function than the caller's."""
+    return f"`{record.name}`" + (f" (of {record.function})" if record.function != q.function else "")
 
 
 def _equal(value, records):
-    """The name of the first of ``records`` whose value equals ``value`` within the tolerance, or None (also for
-    a value too small or constant to say which it is)."""
+    """The first of ``records`` whose value equals ``value`` within the tolerance, or None (also for a value too
+    small or constant to say which it is)."""
     if value.size < 2 or not np.isfinite(value).all() or np.ptp(value) <= matching.ATOL:
         return None
-    return next((r.name for r in records if r.value.shape == value.shape and matching.close(r.value, value)), None)
+    return next((r for r in records if r.value.shape == value.shape and matching.close(r.value, value)), None)

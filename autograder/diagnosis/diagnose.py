@@ -71,7 +71,8 @@ class Budget:
 def diagnose_case(part_data, k, child, wrong=(), budget=None):
     """Lines saying where case k of the submission in ``child.root`` first goes wrong, traced in a child of
     ``child`` (a ``ChildSpec``); [] if that cannot be said. ``wrong``: (label, got, expected) of the outputs
-    that differ; ``budget``: the submission's ``Budget`` (a fresh one if None)."""
+    that differ, None for a case that raised (only a value computed wrong before the error is said);
+    ``budget``: the submission's ``Budget`` (a fresh one if None)."""
     budget = budget or Budget()
     deadline, start = budget.deadline(), time.monotonic()
     if deadline is None:
@@ -90,11 +91,13 @@ def diagnose_case(part_data, k, child, wrong=(), budget=None):
         if traced is None:
             return []
         # a layer's forward outputs graded right in this case: what differs comes from its backward
-        forward_right = "Y" in part_data.expected[k] and not any(
+        forward_right = "Y" in part_data.expected[k] and wrong is not None and not any(
             label.startswith(("Y", "state_T")) for label, _, _ in wrong)
         extended = part_data.inputs[k].get("extended_symbols")          # a CTC case's lattice, to name its states
-        return wording.explain(reference, traced[0], part_data.configs[k], differences.gate_blocks(wrong, part_data.configs[k]),
-                       forward_right, deadline, extended if extended is not None and extended.ndim == 1 else None)
+        lines = wording.explain(reference, traced[0], part_data.configs[k],
+                                differences.gate_blocks(wrong or (), part_data.configs[k]), forward_right, deadline,
+                                extended if extended is not None and extended.ndim == 1 else None)
+        return lines if wrong is not None or wording.names_a_value(lines) else []
     except Exception:                   # the diagnosis is a courtesy: it never costs the grade or the run
         return []
     finally:

@@ -451,7 +451,8 @@ def judge_part(part, part_data, outcome, verbose=False, diagnose=None):
     """``(score, status, output, hints)`` of one part from the child's outcome (``hints``: the output's hints as
     the class report counts them, the grader's texts alone: a line of the output that only looks like one, in
     the student's own error or printout, is not one). ``diagnose(k, wrong)``: lines that say where case k first
-    goes wrong (``matching``), asked for the first case whose values differ.
+    goes wrong (``matching``), asked for the first case whose values differ, else (``wrong`` None) for the first
+    that raised: a value the student's code computed wrong before the error.
 
     What the student's code printed is kept out of the way, but not lost: ``verbose`` shows its last lines, and
     a part that loses points says it printed (a student debugging with print looks for it)."""
@@ -513,8 +514,11 @@ def _judge_part(part, part_data, outcome, verbose, diagnose):
     lines, hints = _message(verdicts, verbose)
     lines = [f"{passed} of {cases} cases passed"] + lines
     traced = next((k for k, v in enumerate(verdicts) if v.wrong and reports[k].get("status") == "ok"), None)
+    wrong = verdicts[traced].wrong if traced is not None else None
+    if traced is None:                 # values wrong before an error: what the student's code computed up to it
+        traced = next((k for k, r in enumerate(reports) if r.get("status") == "error"), None)
     if diagnose is not None and traced is not None:        # after the hints: the catalogue's come first
-        diagnosis = "\n".join(diagnose(traced, verdicts[traced].wrong)).splitlines()[:MAX_DIAGNOSIS]
+        diagnosis = "\n".join(diagnose(traced, wrong)).splitlines()[:MAX_DIAGNOSIS]
         lines += [line.replace("Where your values first go wrong:", f"Where case {traced + 1} first goes wrong:")
                   for line in diagnosis]
     return score, status, "\n".join(lines), hints

@@ -37,7 +37,7 @@ def _first_difference(got, expected, other=None, lattice=None):
     ``lattice``: a CTC case's extended symbols, whose state s an array over them names ('… at [3] (s = 3, the
     2nd label, symbol 2)')."""
     if got.shape != expected.shape:
-        return f"shape {got.shape}, " + (f"where `{other}` has shape {expected.shape}" if other else
+        return f"shape {got.shape}, " + (f"where {calls.label(other)} has shape {expected.shape}" if other else
                                          f"expected {expected.shape}")
     with np.errstate(invalid="ignore"):
         bad = ~(np.isclose(got, expected, rtol=matching.RTOL, atol=ATOL, equal_nan=True) | (got == expected))
@@ -47,7 +47,7 @@ def _first_difference(got, expected, other=None, lattice=None):
     at = f" at {list(first)}" if first else ""
     if first and lattice is not None and got.shape[-1] == len(lattice) > 1:
         at += f" ({lattice_state(first[-1], lattice)})"
-    return f"got {got[first]:.6g}{at}, " + (f"where `{other}` is {expected[first]:.6g}" if other else
+    return f"got {got[first]:.6g}{at}, " + (f"where {calls.label(other)} is {expected[first]:.6g}" if other else
                                             f"expected {expected[first]:.6g}")
 
 
@@ -138,7 +138,7 @@ def _called_from(trace, record, levels=2, across_files=False, until_own=False):
         if file != record.file and not across_files:
             break
         own = until_own and caller in functions and not handout_function(*functions[caller])
-        gives = [r for r in trace.records if r.frame == caller and r.line == line]
+        gives = [r for r in trace.records if r.frame == caller and r.line == line and not calls.argument(r.name)]
         # the iteration this call was made in: that of the first value its line gave after the record shown
         after = next((r for r in gives if traces.index_of(trace, r) > traces.index_of(trace, record)), None)
         about = ([_when(after)[2:-1]] if after is not None and after.at else []) + (
@@ -180,6 +180,8 @@ def explain(reference, student, config=None, wrong_outputs=(), forward_right=Fal
     right = _what_is_right(finding, ref, mine, reference.callers, placed_wrong)
     if right:
         lines.append(f"  Right so far: {right}.")
+    never = calls.never_made(q, mine)
+    lines += never
     if stray is not None:
         lines += _stray_lines(finding, ref, mine, stray)
         j = None if j is not None and mine[j].line == mine[stray].line else j
@@ -199,7 +201,8 @@ def explain(reference, student, config=None, wrong_outputs=(), forward_right=Fal
         lines.append(_shown(s))
         # a value of another name is the nearest one, not the quantity: say whose value it is compared with
         other = q.name if matching.base_name(s.name) != matching.base_name(q.name) else None
-        difference = "; ".join(t for t in (_first_difference(s.value, q.value, other, lattice), kind) if t)
+        difference = "; ".join(t for t in (_first_difference(s.value, q.value, other, lattice), kind) if t) \
+            if not never else ""                      # a call never made: its argument is no value to compare
         if difference:
             lines.append(f"    {difference}")
         if calls.argument(s.name):
@@ -225,6 +228,8 @@ def explain(reference, student, config=None, wrong_outputs=(), forward_right=Fal
             s = named[0]
             lines.append(_shown(s))
             lines.append(f"    shape {s.value.shape}, expected {q.value.shape}")
+            lines += calls.instead(s.value, q, ref, finding.wrong) if calls.argument(s.name) else []
+            lines += _elsewhere_in_the_loop(s, q)
             lines += _called_from(student, s)
         else:
             readers = [ref[i].name for i in range(finding.wrong + 1, len(ref)) if finding.wrong in ref[i].reads]
@@ -248,6 +253,12 @@ def _elsewhere_in_the_loop(s, q):
     loop = f" at {s.file}:{s.loop}" if s.loop else ""
     return [f"    at this point the reference is at {', '.join(f'{n} = {theirs[n]}' for n in other)}, you at "
             f"{', '.join(f'{n} = {mine[n]}' for n in other)}: check the order and range of your loop{loop}"]
+
+
+def names_a_value(lines):
+    """Whether a diagnosis shows a value of the student's (``your `x` at …``, ``your line passes …``): what a case
+    that raised can be told, a value computed wrong before the error (the error itself is said already)."""
+    return any(line.startswith(("  your `", "  your line passes ")) for line in lines)
 
 
 def _spelled(trace, symbols):
