@@ -290,8 +290,8 @@ def candidate(finding, reference, student):
     frame = call_frame(finding, reference, student)
     reshaped = [j for j in range(finding.after + 1, len(student)) if student[j].frame == frame
                 and base_name(student[j].name) == base_name(q.name)]
-    if not named and reshaped:
-        return None                   # the call's own next value of that name, in another shape: said as such
+    if not named and reshaped and " passed to " in q.name:
+        return None                   # the call's own next argument of that name, in another shape: said as such
     if frame is not None and (not named or student[named[0]].frame != frame):
         # none after its inputs in the student's call of q: the value that call kept of that name (assigned
         # before its loop and never again), not a later call's
