@@ -351,11 +351,13 @@ def names_quantity(text, mutant):
     """The report names what the mutated line computes: the diagnosis names it (```da```, ``return of f`` for a
     return), or an error is located at the statement that assigns it (``at …:74 in backward: da = …``; or at the
     mutated statement itself, whose target the mutation may have changed: ``lb[T + 1] = …``), or an argument the
-    mutated line passes is the first wrong quantity (``your line passes … at FILE:LINE``)."""
+    mutated line passes is the first wrong quantity (``your line passes … at FILE:LINE``), or, for a loop's head
+    (which assigns nothing), the report names that loop (``your loop at FILE:LINE``)."""
     quantities = [t.replace('"', "'") for t in mutant.targets] or ["return of "]
     text = text.replace('"', "'")
     located = re.findall(r"^\s*at (mytorch/\S+):(\d+) in \S+: (.*)$", text, re.M)
-    passes = re.search(rf"your line passes .* at {re.escape(mutant.file)}:{mutant.line}\b", text)
+    passes = re.search(rf"your line passes .* at {re.escape(mutant.file)}:{mutant.line}\b", text) or \
+        not mutant.targets and re.search(rf"your loop at {re.escape(mutant.file)}:{mutant.line}\b", text)
     return bool(passes) or any(f"`{q}" in text for q in quantities) or any(
         re.match(rf"(\w+, )*{re.escape(q)}(, \w+)* *(\+|-|\*)?=", line) for q in quantities for _, _, line in located) \
         or bool(mutant.targets) and any(path == mutant.file and int(number) == mutant.line for path, number, _ in located)

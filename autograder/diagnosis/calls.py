@@ -13,14 +13,14 @@ import numpy as np
 
 from autograder.diagnosis import matching
 
-ARGUMENT = re.compile(r"(\w+) passed to (\S+) \(argument (\d+)\)")
+ARGUMENT = re.compile(r"(\w+) passed to (\S+) \(argument (\d+)\)(\[\d\])?")
 
 
 def argument(name):
     """``(parameter, function, position)`` of an argument's record name (position 1 is the first argument the
-    call is written with), or None for any other record."""
+    call is written with; ``state0[1]`` for one part of a state tuple), or None for any other record."""
     match = ARGUMENT.fullmatch(name)
-    return (match.group(1), match.group(2), int(match.group(3))) if match else None
+    return (match.group(1) + (match.group(4) or ""), match.group(2), int(match.group(3))) if match else None
 
 
 def label(name):
@@ -33,6 +33,7 @@ def expression(text, name):
     """The expression the student's statement ``text`` passes as the argument ``name`` (by keyword, or at its
     position, in a call of that function's name), as they wrote it; '' if it cannot be read off the line."""
     parameter, function, position = argument(name)
+    parameter = parameter.partition("[")[0]
     try:
         tree = ast.parse(text.strip())
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -83,7 +84,9 @@ def never_made(q, student):
     passed = argument(q.name)
     if passed is None or any(argument(s.name) and argument(s.name)[1] == passed[1] for s in student):
         return []
-    return [f"  your code never calls {passed[1]}; the reference's {q.function} does here, passing it `{passed[0]}`"]
+    when = f" (when {', '.join(f'{n} = {v}' for n, v in q.at)})" if q.at else ""
+    return [f"  your code never calls {passed[1]}; the reference's {q.function} does{when}, passing it "
+            f"`{passed[0]}`"]
 
 
 def _named(record, q):

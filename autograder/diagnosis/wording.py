@@ -187,6 +187,8 @@ def explain(reference, student, config=None, wrong_outputs=(), forward_right=Fal
         j = None if j is not None and mine[j].line == mine[stray].line else j
     elif misplaced is not None:
         lines += _misplaced_lines(mine, misplaced)
+    else:
+        lines += _narrow_write(finding, ref, mine, j)
     lines += _in_place(ref, mine, j if j is not None else finding.after + 1)
     if j is not None:
         s = mine[j]
@@ -233,8 +235,8 @@ def explain(reference, student, config=None, wrong_outputs=(), forward_right=Fal
             lines += _called_from(student, s)
         else:
             readers = [ref[i].name for i in range(finding.wrong + 1, len(ref)) if finding.wrong in ref[i].reads]
-            lines.append("  no value of yours has its shape (an inline expression?)" +
-                         (f"; it is read by {_names(readers)}" if readers else ""))
+            lines += [] if never else ["  no value of yours has its shape (an inline expression?)" +
+                                       (f"; it is read by {_names(readers)}" if readers else "")]
             lines += [line[2:] for line in _never_updated(finding, ref, student)]
             lines += [f"  {o}" for o in wrong_outputs[:2]]
     if student.lost:
@@ -335,6 +337,30 @@ def _misplaced(finding, reference, student, before):
         if theirs is not None:
             return j, theirs
     return None
+
+
+def _narrow_write(finding, reference, student, before):
+    """The student's write that covers another number of entries than the reference's write into the same
+    container, where the wrong quantity reads that write (``la[0, ..., :1] = …`` for ``la[0, ..., :2] = …``: the
+    first step of α too narrow, read at the next step): where it is written, not where it is read. The
+    reference's write is judged right by what reads it (the student never names it so); [] if there is none."""
+    q = reference[finding.wrong]
+    for p in q.reads:
+        r = reference[p]
+        if _container(r.name) is None or finding.found.get(p):
+            continue
+        for k in _same_call(finding, q, student, before):
+            w = student[k]
+            if w.function == r.function and _container(w.name) == _container(r.name) \
+                    and matching.base_name(w.name) != matching.base_name(r.name) and w.value.size != r.value.size:
+                return [_shown(w), f"    this write covers {_entries(w.value.size)} of `{_container(w.name)}`; the "
+                                   f"reference's write, `{r.name}`, covers {_entries(r.value.size)}: check which "
+                                   "entries it reaches"]
+    return []
+
+
+def _entries(count):
+    return f"{count} {'entry' if count == 1 else 'entries'}"
 
 
 def _misplaced_lines(student, misplaced):
