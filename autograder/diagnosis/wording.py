@@ -192,14 +192,14 @@ def explain(reference, student, config=None, wrong_outputs=(), forward_right=Fal
     lines += _in_place(ref, mine, j if j is not None else finding.after + 1)
     if j is not None:
         s = mine[j]
-        previous = [(r.value, None if r.frame == q.frame else r.function)
-                    for r in ref[:finding.wrong] if matching.base_name(r.name) == matching.base_name(q.name)][-1:]
+        before = [r for r in ref[:finding.wrong] if matching.base_name(r.name) == matching.base_name(q.name)][-1:]
+        previous = [(r.value, None if r.frame == q.frame else r.function) for r in before]
         hidden = (config or {}).get("H")
         floats = s.kind == q.kind == "f"             # a kind of difference is a statement about numbers
         kind = differences.kind_of_difference(s.value, q.value, previous, gates, q.function,
                                               hidden if isinstance(hidden, int) else None) if floats else ""
-        if calls.argument(q.name) and kind == differences.BEFORE_UPDATE:
-            kind = "what this line passed in the call before"
+        if kind == differences.BEFORE_UPDATE:
+            kind = _before(before[0], q)
         lines.append(_shown(s))
         # a value of another name is the nearest one, not the quantity: say whose value it is compared with
         other = q.name if matching.base_name(s.name) != matching.base_name(q.name) else None
@@ -255,6 +255,19 @@ def _elsewhere_in_the_loop(s, q):
     loop = f" at {s.file}:{s.loop}" if s.loop else ""
     return [f"    at this point the reference is at {', '.join(f'{n} = {theirs[n]}' for n in other)}, you at "
             f"{', '.join(f'{n} = {mine[n]}' for n in other)}: check the order and range of your loop{loop}"]
+
+
+def _before(earlier, q):
+    """What a value equal to the reference's previous assignment of q's name (``earlier``, in q's call) is, in
+    words: the argument the line passed in the call before; the reference's value at another iteration (a
+    dict's entry for another key, a loop's other step: not this entry's value before an update); else the value
+    it had before its previous update."""
+    if calls.argument(q.name):
+        return "what this line passed in the call before"
+    other = {n: v for n, v in earlier.at if dict(q.at).get(n, v) != v}
+    if other:
+        return "the reference's value of it when " + ", ".join(f"{n} = {v}" for n, v in other.items())
+    return differences.BEFORE_UPDATE
 
 
 def names_a_value(lines):
