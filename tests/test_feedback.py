@@ -467,3 +467,13 @@ def test_a_dict_whose_keys_differ_says_which():
         "lacks: 'ba'")
     assert feedback._keys("log_merged_path_scores", expected, expected) == ""
     assert feedback.label("log_merged_path_scores/ab", {}) == "merged_path_scores['ab']"
+
+
+def test_a_transformed_reference_is_a_hint_about_numbers_only():
+    """A decoded path's symbol codes whose halves come in another order are no gates in the wrong order, nor a
+    count of the opposite sign: the transforms are tried on float arrays alone."""
+    path = np.array([1, 2, 3, 4, 5, 6])
+    assert compare.compare("best_path", np.array([3, 4, 1, 2, 5, 6]), path, "x").hints == ()
+    assert compare.compare("count", -path, path, "x").hints == ()
+    floats = compare.compare("h", np.array([3.0, 4, 1, 2, 5, 6]), path.astype(float), "x").hints
+    assert len(floats) == 1 and "gate blocks in the wrong order" in floats[0][1]

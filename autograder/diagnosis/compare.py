@@ -73,8 +73,11 @@ def _gate_permutations(expected):
 
 
 def transform_hints(name, actual, expected, batch, label=None):
-    """Hints found by transforming the reference: transposed, sign, gate order, batch averaging."""
+    """Hints found by transforming the reference: transposed, sign, gate order, batch averaging; of numbers only
+    (a decoded path's symbol codes, a count or a mask is no matrix of gates, nor has a sign)."""
     hints, label = [], label or name
+    if expected.dtype.kind != "f" or actual.dtype.kind != "f":
+        return hints
     swapped = np.swapaxes(expected, -1, -2) if expected.ndim >= 2 else None       # the transpose of every matrix
     if swapped is not None and close(actual, swapped) and not close(actual, expected):
         hints.append((label, "the transpose of the expected array: check the orientation (x @ W.T gives (N, H); "
