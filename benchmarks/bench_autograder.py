@@ -7,8 +7,8 @@
    interleaved rounds (a pause before each sample), each ratio taken within its round and the median reported;
    the same with one Python per part (MYTORCH_GRADER_ZYGOTE=0), and with ``--run-as`` when given (as root; the
    user must be able to run ``--python``). Target: at most 8x. In the same rounds, the student handout,
-   where every part fails and each failing part's first case is traced and diagnosed: target under 3x the
-   solution's time.
+   where every part fails and each failing part's first case is traced and diagnosed, and a copy of the
+   solution with five realistic mistakes (``FIVE``), each diagnosed: targets under 3x the solution's time.
 2. A class: ``--class-size`` submissions, half copies of the solution and half of the student handout (built
    with ``python -m handout build``), graded by ``python -m autograder batch --jobs N``, against the sum of
    their single full grades, which is the class size times the median single grade of each kind measured in
@@ -67,13 +67,38 @@ def build_handout(tmp):
     return handout
 
 
+# five realistic mistakes, one each in a cell, the sequence layer, the CTC loss, its course version and the beam
+# search (tests/fresh_mistakes_third.py): each part they break is traced and diagnosed
+FIVE = (("mytorch/nn/rnn_cell.py", 58), ("mytorch/nn/recurrent.py", 123), ("mytorch/nn/ctc.py", 112),
+        ("mytorch/nn/ctc_course.py", 122), ("mytorch/nn/ctc_decode.py", 108))
+
+
+def five_mistakes(tmp):
+    """A copy of the solution with the mistakes FIVE names, each applied as its entry says."""
+    sys.path.insert(0, REPO)
+    from tests.fresh_mistakes_third import FRESH_THIRD
+    folder = os.path.join(tmp, "five")
+    if not os.path.isdir(folder):
+        shutil.copytree(os.path.join(REPO, "mytorch"), os.path.join(folder, "mytorch"),
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        for file, line in FIVE:
+            mistake = next(m for m in FRESH_THIRD if (m["file"], m["line"]) == (file, line))
+            path = os.path.join(folder, file)
+            with open(path) as f:
+                source = f.read()
+            with open(path, "w") as f:
+                f.write(source.replace(mistake["old"], mistake["new"], 1))
+    return folder
+
+
 def single_grades(args, tmp):
     numpy = ([sys.executable, "-c", "import numpy"], None)
     results = os.path.join(tmp, "r.json")
     peers = {"import numpy": numpy,
              "grade": (grade_command(REPO, results), None),
              "grade, one Python per part": (grade_command(REPO, results), {"MYTORCH_GRADER_ZYGOTE": "0"}),
-             "grade the handout": (grade_command(build_handout(tmp), results), None)}
+             "grade the handout": (grade_command(build_handout(tmp), results), None),
+             "grade five mistakes": (grade_command(five_mistakes(tmp), results), None)}
     if args.run_as:
         extra = ["--run-as", args.run_as] + (["--python", args.python] if args.python else [])
         peers["grade --run-as"] = (grade_command(REPO, results, extra), None)
@@ -96,6 +121,8 @@ def single_grades(args, tmp):
         print(f"{'grade --run-as':<28} {'':13}  = {ratio:5.1f}x the --python's import numpy")
     failing = statistics.median(h / g for h, g in zip(times["grade the handout"], times["grade"]))
     print(f"the handout, every part failing and diagnosed: {failing:.2f}x the solution's grade (target < 3x)")
+    five = statistics.median(h / g for h, g in zip(times["grade five mistakes"], times["grade"]))
+    print(f"five realistic mistakes, each diagnosed: {five:.2f}x the solution's grade (target < 3x)")
 
 
 def a_class(args, tmp):
