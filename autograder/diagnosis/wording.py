@@ -216,7 +216,7 @@ def explain(reference, student, config=None, wrong_outputs=(), forward_right=Fal
         if handout_function(s.file, s.function):
             lines += _called_from(student, s, levels=3, across_files=True, until_own=True)
         elif not q.reads and not s.reads and s.frame in student.callers and _reads_given(s.text) \
-                and _first_of_its_call(student, s):
+                and _first_of_its_call(student, s) and not _arguments_checked(finding, ref, q):
             # computed from the call's arguments alone: the wrong value came in with the call, whose line (in
             # any file, and its caller's) is where to look
             lines.append(f"    it reads only what {s.function} was given: if this line is right, look at what the "
@@ -255,6 +255,13 @@ def _elsewhere_in_the_loop(s, q):
     loop = f" at {s.file}:{s.loop}" if s.loop else ""
     return [f"    at this point the reference is at {', '.join(f'{n} = {theirs[n]}' for n in other)}, you at "
             f"{', '.join(f'{n} = {mine[n]}' for n in other)}: check the order and range of your loop{loop}"]
+
+
+def _arguments_checked(finding, reference, q):
+    """Whether the arguments of the call q is computed in were compared and found right (the reference's
+    arguments of a call of q's function, right before q): then what the call was given is no suspect."""
+    passed = [k for k in finding.right if (calls.argument(reference[k].name) or (None, None))[1] == q.function]
+    return bool(passed)
 
 
 def _before(earlier, q):
