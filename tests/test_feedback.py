@@ -256,11 +256,14 @@ def test_a_nan_is_counted_as_one_and_the_errors_are_those_of_the_numbers():
 
 @pytest.mark.parametrize("line, fix", [
     ('a = x @ p["weight_ih"] + self._bias("bias_ih")', 'Check the .T on p["weight_ih"]'),
-    ("r_u_bar = np.concatenate([x, h_prev], axis=1) @ w_ru.T + b_ru", "Check the .T on w_ru"),
+    ("r_u_bar = np.concatenate([x, h_prev], axis=1) @ w_ru.T + b_ru", "Weights are stored (out, in)"),
+    ('a = x.T @ p["weight_ih"].T + b', "Weights are stored (out, in)"),        # which .T is wrong: not said
+    ('a = p["weight_ih"].T @ x + b', "Weights are stored (out, in)"),         # the operands swapped: not said
+    ('a = x @ p["weight_ih"].T + h @ p["weight_hh"] + b', 'Check the .T on p["weight_hh"]'),
     ("n = np.tanh(gx[:, 2 * H:] + r @ g_n)", "an elementwise product"),
     ("y = f(a) @ g(b)", "either one side needs a transpose"),
-    ('g["weight_hh"] += da @ cache.hidden', "check the .T on the gradient"),      # not "an elementwise product"
-    ("self.dWrx += np.outer(dr, x) @ x", "check the .T on the gradient"),
+    ('g["weight_hh"] += da @ cache.hidden', "check the order of the operands and the .T"),   # not elementwise
+    ("self.dWrx += np.outer(dr, x) @ x", "check the order of the operands and the .T"),
     ('g["weight_ih"] += da.T @ cache.hidden.T', "check which input this line uses"),  # the .T is there
     ('grads["weight_hh"] = (da * s).T @ h_prev.T', "check which input this line uses"),
 ])
@@ -268,6 +271,7 @@ def test_a_matmul_error_names_the_fix_its_line_needs(line, fix):
     error = "ValueError: matmul: Input operand 1 has a mismatch in its core dimension 0"
     hints = compare.error_hints(error, f"mytorch/nn/x.py:3 in forward: {line}")
     assert len(hints) == 1 and fix in hints[0]
+    assert "Check the .T" not in hints[0] or fix.startswith("Check the .T")
 
 
 def test_a_backward_that_returns_an_unusable_state_is_located_at_its_qualified_definition(tmp_path):
@@ -477,3 +481,17 @@ def test_a_transformed_reference_is_a_hint_about_numbers_only():
     assert compare.compare("count", -path, path, "x").hints == ()
     floats = compare.compare("h", np.array([3.0, 4, 1, 2, 5, 6]), path.astype(float), "x").hints
     assert len(floats) == 1 and "gate blocks in the wrong order" in floats[0][1]
+
+
+@pytest.mark.parametrize("loop, said", [
+    ("for layer in range(self.num_layers):", True), ("for l in range(0, self.num_layers):", True),
+    ("for layer in reversed(range(self.num_layers)):", False),
+    ("for layer in range(self.num_layers - 1, -1, -1):", False), ("", False)])
+def test_the_layer_order_hint_of_an_error_needs_a_layer_loop_that_walks_up(loop, said):
+    """A broadcast error in a sequence's backward suggests the layers were walked bottom-up; the hint is said
+    only when the student's own layer loop (read in the child) does walk them so."""
+    places = {"layer loop": f"mytorch/nn/recurrent.py:155: {loop}"} if loop else {}
+    report = {"error": "ValueError: operands could not be broadcast together with shapes (2,4) (2,8) ",
+              "where": "mytorch/nn/recurrent.py:220 in _backward_direction: x = a + b", "places": places}
+    hints = feedback._error_case("case 1", report, sequence=True).hints
+    assert any(compare.LAYER_ORDER in str(h) for h in hints) is said

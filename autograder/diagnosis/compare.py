@@ -17,6 +17,7 @@ and relative errors, where the first large difference is, and a hint when the pa
 Shapes and indices are reported as the student's call returned them: an array the driver stacked over
 backward calls (``steps``) is shown per call.
 """
+import ast
 import dataclasses
 import itertools
 import re
@@ -204,18 +205,19 @@ ZERO_GRAD_SEQUENCE = ("all zeros: no gradient reached them. The layer's grads ar
                       "shared: a cell that writes grads[name] = … binds a new array the layer never sees; add "
                       "into the existing one with grads[name] += …")
 NO_GRADIENT = "all zeros: no gradient reached them"
-TRANSPOSE_WEIGHT = ("the inner sizes of `@` must agree, (N, k) @ (k, M). Weights are stored (out, in) as in "
-                    "PyTorch: forward multiplies by the transpose, x @ W.T is (N, I) @ (I, H); backward by "
-                    "the weight itself, da @ W is (N, H) @ (H, I). Check the .T on {operand} in this line")
-ELEMENTWISE = ("`@` is a matrix product: an elementwise product (⊙ in the equations, e.g. r ⊙ h) is `*` "
-               "in NumPy")
+WEIGHTS_STORED = ("the inner sizes of `@` must agree, (N, k) @ (k, M). Weights are stored (out, in) as in "
+                  "PyTorch: forward multiplies by the transpose, x @ W.T is (N, I) @ (I, H); backward by "
+                  "the weight itself, da @ W is (N, H) @ (H, I)")
+# said only of a line whose one `@` has a plain left operand and that weight on its right: the .T to check
+TRANSPOSE_WEIGHT = WEIGHTS_STORED + ". Check the .T on {operand} in this line"
 MATMUL_EITHER = ("the inner sizes of `@` must agree, (N, k) @ (k, M): either one side needs a transpose "
                  "(weights are stored (out, in): x @ W.T), or the equation means an elementwise product, `*`")
 LAYER_ORDER = places.LAYER_ORDER
-TRANSPOSED_RETURN = ("one array here is the transpose of the other: a gradient came back (H, N) instead of "
-                     "(N, H); check the order of the matrix product that makes it (da @ W, not (da @ W).T)")
+TRANSPOSED_RETURN = ("the two arrays here have each other's shape transposed: one was made with its axes swapped "
+                     "(a matrix product in the wrong order, (da @ W).T for da @ W, or a .T too many); check the "
+                     "products that make them")
 WEIGHT_GRAD_MATMUL = ("a weight's gradient sums over the batch: da.T @ x is (H, N) @ (N, I), the weight's own "
-                      "shape (out, in); check the .T on the gradient in this line")
+                      "shape (out, in); check the order of the operands and the .T in this line")
 WEIGHT_GRAD_OPERANDS = ("a weight's gradient is da.T @ (what the weight multiplied in forward): x for the term "
                         "x @ W_ih.T, h for h @ W_hh.T; check which input this line uses")
 WEIGHT_GRAD_TRANSPOSED = ("a weight's gradient has the weight's own shape (out, in): for the term x @ W.T of "
@@ -236,13 +238,13 @@ LOG_OF_ZERO = ("log of 0 in your code (a probability that underflowed, or log(su
                "impossible state at -inf without taking a log (np.where, or np.errstate where a log of 0 is meant)")
 DIVIDE = ("a division by zero in your code: the grader counts the warning as a failure. Guard the "
           "denominator (np.where(d > 0, n / d, 0.0)) or compute in log space, where a ratio is a difference")
-INVALID = ("an invalid value (NaN) in your code: 0/0, inf - inf or the log of a negative number. In log space, "
+INVALID = ("an invalid value (NaN) in your code: 0/0, inf/inf, inf - inf, 0 * inf or the log of a negative number. "
+           "In log space, "
            "-inf - (-inf) is NaN: subtract the max only where it is finite (the stable log-sum-exp, "
            "m + log(sum(exp(a - m)))), and never mix probabilities and log-probabilities")
 CACHE_FIELD = ("forward's Cache has no field {field}: what backward (and the grader) read must be stored by "
                "forward, Cache(..., {field}=...)")
 GRADIENT_UPDATE = re.compile(r"\bg(rads?)?\[[\"'](weight|w_)[^\]]*\]\s*\+?=|\bd_?W\w*\s*\+?=")
-_WEIGHTISH = re.compile(r"@\s*((?:p|self\.params|params)\[[\"'][^\"']+[\"']\]|[A-Za-z_]\w*(?![\w(]))(\.T\b)?")
 
 
 class Hint(str):
@@ -260,18 +262,37 @@ def _filled(template, **values):
     return Hint(template.format(**values), template.format(**{name: "…" for name in values}))
 
 
-def _matmul_hint(line):
-    """Which fix a core-dimension error of `@` needs, read from the student's line."""
+def _matmul_hint(line, function):
+    """Which fix a core-dimension error of `@` needs, read from the student's line (in ``function``): a weight
+    named only where one product alone goes against the convention."""
     if GRADIENT_UPDATE.search(line):                # a weight's gradient: the transpose goes on the gradient
         left = re.split(r"\+?=", line, maxsplit=1)[-1].split("@", 1)[0].strip()
         return WEIGHT_GRAD_OPERANDS if re.search(r"\.T\W*$", left) else WEIGHT_GRAD_MATMUL
-    operands = _WEIGHTISH.findall(line)
-    weights = [op for op, _ in operands if re.search(r"weight|w_|(^|\W)W", op)]
-    if weights:
-        return _filled(TRANSPOSE_WEIGHT, operand=weights[0][:60])
-    if operands:
-        return ELEMENTWISE
-    return MATMUL_EITHER
+    products = _products(line)
+    weighted = [p for p in products if any(_WEIGHT.search(side) for side in p)]
+    # forward multiplies a plain input by W.T, backward a gradient by W: the one product against that convention
+    transposed = function.rpartition(".")[2] != "backward"
+    suspects = [right for left, right in weighted if _WEIGHT.search(right) and not _WEIGHT.search(left)
+                and not left.endswith(".T") and re.fullmatch(r"[\w.]+(\[[^\]]*\])?", left)
+                and right.endswith(".T") != transposed]
+    if len(suspects) == 1:
+        return _filled(TRANSPOSE_WEIGHT, operand=suspects[0].removesuffix(".T")[:60])
+    return WEIGHTS_STORED if weighted else MATMUL_EITHER
+
+
+_WEIGHT = re.compile(r"weight|w_|(^|\W)W")
+
+
+def _products(line):
+    """``[(left, right)]`` operands, as written, of every ``@`` in a statement's source; [] if it does not
+    parse."""
+    try:
+        tree = ast.parse(line.strip())
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    text = line.strip()
+    return [(ast.get_source_segment(text, n.left) or "", ast.get_source_segment(text, n.right) or "")
+            for n in ast.walk(tree) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.MatMult)]
 
 
 def error_hints(error, where="", sequence=False):
@@ -279,7 +300,8 @@ def error_hints(error, where="", sequence=False):
     hints = []
     line = where.split(": ", 1)[1] if ": " in where else ""
     if "matmul" in error and "mismatch in its core dimension" in error:
-        hints.append(_matmul_hint(line))
+        function = re.search(r" in (\S+): ", where)
+        hints.append(_matmul_hint(line, function.group(1) if function else ""))
     shapes = re.search(r"operands could not be broadcast together with shapes \(([\d,]*)\) \(([\d,]*)\)", error)
     returned = re.search(r"returned d\w+ of shape \(([\d, ]*)\), expected \(([\d, ]*)\)", error)
     shapes = shapes or returned

@@ -145,6 +145,8 @@ def _error_case(header, report, sequence):
     first_line = first_line if len(first_line) <= 160 else first_line[:159] + "…"
     place = f" (at {where.split(': ', 1)[0]})" if where else ""
     hints = compare.error_hints(error, where, sequence)
+    if sequence and not _walks_layers_up(report.get("places")):     # a guess from the error alone: not said
+        hints = [h for h in hints if h != compare.LAYER_ORDER]
     if sequence:
         hints = [_placed(hint, report.get("places")) for hint in hints]
         hints = [_zeros_explained(hint, report.get("places")) for hint in hints]
@@ -251,6 +253,16 @@ def _placed(hint, found):
         return hint
     text = compare.Hint(f"{text}; look at {where}", _key(text))
     return (name, text) if name is not None else text
+
+
+BOTTOM_UP = re.compile(r"\bfor\s+\w+\s+in\s+range\(\s*(0\s*,\s*)?(self\.)?num_layers\s*\)")
+
+
+def _walks_layers_up(found):
+    """Whether the student's backward's layer loop (``places``: its line, read in the child) walks the layers
+    bottom-up, ``for layer in range(self.num_layers)``: what proves the layer-order hint an error suggests."""
+    where = _text(found.get("layer loop"), 300) if isinstance(found, dict) else ""
+    return bool(BOTTOM_UP.search(where.partition(": ")[2]))
 
 
 def _zeros_explained(hint, found):
