@@ -281,12 +281,16 @@ def _compatible(q, value):
 
 def candidate(finding, reference, student):
     """The student's value nearest to the wrong quantity: index into ``student``, or None. Its name's next
-    assignment after its inputs of a shape that could hold it, if the student uses the name; else a value of a
+    assignment after its inputs of a shape that could hold it, in its function, if the student uses the name
+    there (in any function, if the student's code never runs q's); else a value of a
     compatible shape that matches nothing in the reference, computed in the same function, a like name first
     (another function's value of another name is another quantity: a beam's prefix is no cutoff score)."""
     q = reference[finding.wrong]
+    # of another shape: another quantity; of another function (when the student's code runs q's): another one too
+    runs_it = any(s.function == q.function for s in student)
     named = [j for j in range(finding.after + 1, len(student)) if base_name(student[j].name) == base_name(q.name)
-             and _compatible(q.value, student[j].value) is not None]     # of another shape: another quantity
+             and _compatible(q.value, student[j].value) is not None
+             and (student[j].function == q.function or not runs_it)]
     frame = call_frame(finding, reference, student)
     reshaped = [j for j in range(finding.after + 1, len(student)) if student[j].frame == frame
                 and base_name(student[j].name) == base_name(q.name)]

@@ -190,7 +190,12 @@ def explain(reference, student, config=None, wrong_outputs=(), forward_right=Fal
     else:
         lines += _narrow_write(finding, ref, mine, j)
     lines += _in_place(ref, mine, j if j is not None else finding.after + 1)
-    if j is not None:
+    if j is not None and mine[j].value.shape == q.value.shape and matching.close(mine[j].value, q.value):
+        # the nearest value is right, where the reference computes it is not: another order or number of them
+        lines += [_shown(mine[j]), f"    this value is right, but not at this point: your values of "
+                                   f"{calls.label(q.name)} come in another order or number than the reference's"]
+        lines += _elsewhere_in_the_loop(mine[j], q)
+    elif j is not None:
         s = mine[j]
         before = [r for r in ref[:finding.wrong] if matching.base_name(r.name) == matching.base_name(q.name)][-1:]
         previous = [(r.value, None if r.frame == q.frame else r.function) for r in before]
@@ -225,7 +230,9 @@ def explain(reference, student, config=None, wrong_outputs=(), forward_right=Fal
         else:
             lines += _called_from(student, s)
     else:
-        named = [s for s in mine[finding.after + 1:] if matching.base_name(s.name) == matching.base_name(q.name)]
+        runs_it = any(s.function == q.function for s in mine)
+        named = [s for s in mine[finding.after + 1:] if matching.base_name(s.name) == matching.base_name(q.name)
+                 and (s.function == q.function or not runs_it)]
         if named:                                      # the student's value of that name, in another shape
             s = named[0]
             lines.append(_shown(s))
