@@ -107,10 +107,13 @@ def test_greedy_by_definition():
 
 
 def test_beam_search_by_the_courses_pseudocode():
+    """Every case of 8.8, both pruning rules (the default prefix rule's cases first), against the course's
+    pseudocode written out in probability space."""
+    assert [c["prune"] for c, _, _ in cases("8.8")] == ["prefix"] * 4 + ["hypothesis"] * 6
     for config, inputs, expected in cases("8.8"):
         y = inputs["y_probs"][:, :, 0].T                 # (T, C)
         symbols = config["symbol_set"]
-        best, merged = course_beam_reference(y, symbols, config["beam_width"])
+        best, merged = course_beam_reference(y, symbols, config["beam_width"], config["prune"])
         T = y.shape[0]
         codes = [symbols.index(ch) + 1 for ch in best]
         assert expected["best_path"].tolist() == codes + [0] * (T - len(codes))

@@ -119,6 +119,9 @@ NO_MERGE = ("these scores are what overwriting instead of adding would give: whe
             "ADD their probabilities")
 BLANKS_FIRST = ("this is what dropping blanks BEFORE merging repeats would give: merge repeated symbols first, then "
                 "drop blanks, so that 'a - a' decodes to 'aa' and 'a a' to 'a'")
+PREFIX_TIES_DROPPED = ("these are the scores of a beam that keeps only prefixes strictly above the cutoff: with the "
+                       "default prune='prefix', keep every prefix whose total b + n is at least (>=) the "
+                       "beam_width-th best total")
 TIES_DROPPED = ("these are the scores of a beam that keeps only hypotheses strictly above the cutoff: keep every "
                 "hypothesis whose score is at least (>=) the beam_width-th best score")
 TORCH_GRAD_WITHOUT_SOFTMAX = ("these gradients are −Σ γ alone, the gradient with respect to log y with the "
@@ -362,6 +365,9 @@ CATALOGUE += (
             "new_label[grown] = score + y[c]", ("8.8",), NO_MERGE, variant=True,
             arrays=("log_merged_path_scores/",)),
     Mistake("ctc-beam-drops-ties", DEC, "if s >= cutoff", "if s > cutoff", ("8.8",), TIES_DROPPED, variant=True,
+            arrays=("log_merged_path_scores/",)),
+    Mistake("ctc-beam-prefix-drops-ties", DEC, "kept = {p for p, s in totals.items() if s >= cutoff}",
+            "kept = {p for p, s in totals.items() if s > cutoff}", ("8.8",), PREFIX_TIES_DROPPED, variant=True,
             arrays=("log_merged_path_scores/",)),
 )
 

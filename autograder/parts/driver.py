@@ -299,7 +299,11 @@ def ctc_case(mytorch, config, inputs, out):
         put("log_path_prob", _as_log(prob))
     elif task == "beam":
         symbols = config["symbol_set"]
-        best, scores = course.BeamSearchDecoder(symbols, config["beam_width"]).decode(inputs["y_probs"])
+        if config.get("prune") == "prefix":
+            best, scores = _prefix_beam(importlib.import_module("mytorch.nn.ctc_decode"), symbols,
+                                        config["beam_width"], inputs["y_probs"])
+        else:
+            best, scores = course.BeamSearchDecoder(symbols, config["beam_width"]).decode(inputs["y_probs"])
         put("best_path", _encode_path(best, symbols, inputs["y_probs"].shape[1]))
         if type(scores) is not dict:
             put("merged_path_scores", scores)
@@ -309,6 +313,20 @@ def ctc_case(mytorch, config, inputs, out):
             if type(key) is str and len(key) <= inputs["y_probs"].shape[1] and set(key) <= set(symbols) \
                     and len(out.record.arrays) < 5000:
                 put(f"log_merged_path_scores/{key or '(empty)'}", _as_log(score))
+
+
+def _prefix_beam(decode, symbols, beam_width, y_probs):
+    """``(best, scores)`` as ``BeamSearchDecoder.decode`` gives them, from ``decode.prefix_beam_search`` called
+    as a user calls it, with its default pruning (``prune='prefix'``), on one sequence's y_probs (C, T, 1)."""
+    with np.errstate(divide="ignore"):
+        ranked = decode.prefix_beam_search(np.log(y_probs[:, :, 0].T), beam_width, blank=0)
+    if not (type(ranked) is list and ranked and all(
+            type(pair) is tuple and len(pair) == 2 and type(pair[0]) is tuple
+            and all(type(c) in (int, np.int64) and 1 <= c <= len(symbols) for c in pair[0]) for pair in ranked)):
+        raise TypeError(f"prefix_beam_search returned {describe(ranked)}: expected a list of (prefix, log p) "
+                        "pairs, best first, each prefix a tuple of label indices (1 … number of symbols)")
+    spelled = [("".join(symbols[c - 1] for c in prefix), score) for prefix, score in ranked]
+    return spelled[0][0], {prefix: float(np.exp(score)) for prefix, score in spelled}
 
 
 class CaseResult:

@@ -27,6 +27,6 @@ FILES = {
     'part_8.5.npz': 'adfb16c48254b0143d1bf7cc1f220cd05e92ae591619861f7661048dc7eb01e8',
     'part_8.6.npz': 'e4b1ed6083dadd4b74d08f9e786a3dd9be59d380a898a131b8c2d1f7d92aae79',
     'part_8.7.npz': '34b8a513d380e719c6f54c1a708669f8bed8d2fee2d99374ba768117c38b37d3',
-    'part_8.8.npz': 'e6967bab67c7acfd5bb95f57ddb4acbcc2238b88f912d4d41ae298e60d5b3dab',
+    'part_8.8.npz': '5eeadc3f9c99410e8d3fe5c99ced2c486a242aeb5d437ef7e41c0e8a2ae3058b',
     'part_8.9.npz': 'c1efd9d634e7b3652b92336404d9940db142f32f8e4bedc9bbacbe2ffc2d4c71',
 }

@@ -82,9 +82,13 @@ CTC_PARTS = (
     Part("8.7", "CTC greedy search", 3, "ctc", "GreedySearchDecoder",
          (("greedy", 10, 3, (1, 1, 0, 1, 2, 0, 0, 2, 3, 3)), ("greedy", 15, 3, None), ("greedy", 1, 2, None),
           ("greedy", 12, 5, (0, 5, 5, 0, 5, 1, 1, 2, 0, 0, 4, 4)))),
+    # both pruning rules: prefix_beam_search's default (whole prefixes ranked by b + n) first, then the course's
     Part("8.8", "CTC beam search", 5, "ctc", "BeamSearchDecoder",
-         (("beam", 10, 3, 2, False), ("beam", 20, 4, 3, False), ("beam", 20, 5, 3, False), ("beam", 6, 2, 1, False),
-          ("beam", 4, 2, 1, True), ("beam", 5, 3, 50, False))),
+         (("beam", 10, 3, 2, False, "prefix"), ("beam", 20, 4, 3, False, "prefix"), ("beam", 6, 2, 1, False, "prefix"),
+          ("beam", 4, 2, 1, True, "prefix"),
+          ("beam", 10, 3, 2, False, "hypothesis"), ("beam", 20, 4, 3, False, "hypothesis"),
+          ("beam", 20, 5, 3, False, "hypothesis"), ("beam", 6, 2, 1, False, "hypothesis"),
+          ("beam", 4, 2, 1, True, "hypothesis"), ("beam", 5, 3, 50, False, "hypothesis"))),
     # what notebook 09 trains with: PyTorch's semantics (reductions, zero_infinity) and gradient for log_probs
     Part("8.9", "CTC loss and gradient (PyTorch)", 2, "ctc", "CTCLoss",
          (("torch_loss", 8, 3, 5, (8, 7, 5), (3, 4, 1), "mean", False),
@@ -362,11 +366,13 @@ def make_ctc_case(rng, part, shape):
         inputs["y_probs"] = (scores / scores.sum(axis=0, keepdims=True))[:, :, None]
         config.update(symbol_set=list(SYMBOLS[:K]), describe=f"T={T}, symbol_set {list(SYMBOLS[:K])}")
     elif task == "beam":
-        _, T, K, beam_width, uniform = shape
+        _, T, K, beam_width, uniform, prune = shape
         y = np.ones((K + 1, T)) if uniform else rng.uniform(1e-3, 1.0, (K + 1, T))
         inputs["y_probs"] = (y / y.sum(axis=0, keepdims=True))[:, :, None]
-        config.update(symbol_set=list(SYMBOLS[:K]), beam_width=beam_width,
-                      describe=f"T={T}, symbol_set {list(SYMBOLS[:K])}, beam_width={beam_width}"
+        call = "prefix_beam_search, its default prune='prefix'" if prune == "prefix" else \
+            "BeamSearchDecoder, prune='hypothesis'"
+        config.update(symbol_set=list(SYMBOLS[:K]), beam_width=beam_width, prune=prune,
+                      describe=f"{call}: T={T}, symbol_set {list(SYMBOLS[:K])}, beam_width={beam_width}"
                                + (", every probability equal (ties)" if uniform else ""))
     else:
         raise KeyError(task)
