@@ -495,3 +495,27 @@ def test_the_layer_order_hint_of_an_error_needs_a_layer_loop_that_walks_up(loop,
               "where": "mytorch/nn/recurrent.py:220 in _backward_direction: x = a + b", "places": places}
     hints = feedback._error_case("case 1", report, sequence=True).hints
     assert any(compare.LAYER_ORDER in str(h) for h in hints) is said
+
+
+GAMMA_LINE = "            gamma = np.exp(core.log_posterior(core.log_alpha(ly, skip), core.log_beta(ly, skip, final)))\n"
+PREPARE = "        cache, (dh_t, dc_t) = self._prepare_backward(d_state)\n"
+
+
+@pytest.mark.parametrize("part, path, old, new, said", [
+    # the course's CTC loss scales a view of its logits: the case's input, located at the line that changed it
+    ("8.5", "nn/ctc_course.py", GAMMA_LINE, "            y *= 1.0001; " + GAMMA_LINE.lstrip(),
+     "modified input logits in place at mytorch/nn/ctc_course.py:{line}: y *= 1.0001;"),
+    # an LSTM backward that adds into the d_state it was given (before the provided validation copies it): the
+    # arrays the driver made for each step are checked after each call
+    ("7.2", "nn/lstm_cell.py", PREPARE,
+     "        d_state[1][...] += 1e-3; cache, (dh_t, dc_t) = self._prepare_backward((d_state[0], d_state[1] - 1e-3))\n",
+     "modified d_state[1] (c) given to backward at step 1"),
+])
+def test_an_argument_changed_in_place_loses_the_case_with_the_line_that_changed_it(tmp_path, part, path, old, new,
+                                                                                   said):
+    line = open(os.path.join(REPO, "mytorch", path)).read().split(old)[0].count("\n") + 1
+    sub = make_submission(tmp_path / "sub", [(path, old, new)])
+    proc = run_cli([part, "--submission", sub, "--json", str(tmp_path / "r.json")], env={"COLUMNS": "200"})
+    output = " ".join(proc.stdout.split())
+    assert " ".join(said.format(line=line).split()) in output, proc.stdout
+    assert "0 of " in output

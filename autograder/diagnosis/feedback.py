@@ -182,8 +182,9 @@ def judge_case(k, config, expected, variants, report, arrays, verbose=False):
     failures, hints, wrong = [], [], []
     mutated = list(dict.fromkeys(_texts(report.get("mutated"))))     # once each, however often it was seen
     if mutated:
-        failures.append(f"modified {', '.join(mutated)} in place: never change inputs or parameters in "
-                        "forward/backward (x += … changes the caller's array; use x = x + …)")
+        at = untrusted.line(_text(report.get("mutated_at"), 300), 300)
+        failures.append(f"modified {', '.join(mutated)} in place{f' at {at}' if at else ''}: never change inputs "
+                        "or parameters in forward/backward (x += … changes the caller's array; use x = x + …)")
     numeric = [w for w in _texts(report.get("warnings")) if re.search(NUMERIC, w)]
     if numeric:                      # costs the case in every part, even where the values come out right
         failures.append(numeric[0] + (f" (and {len(numeric) - 1} more)" if len(numeric) > 1 else ""))

@@ -12,6 +12,7 @@ import io
 import json
 import linecache
 import os
+import sys
 import tokenize
 import traceback
 import warnings
@@ -115,7 +116,11 @@ def cell_case(mytorch, config, inputs, out):
             _check_carried(cell, names, carried, upstream, step + 1, steps)
             upstream = [u + c for u, c in zip(upstream, carried)]
         d_state = tuple(upstream) if len(names) > 1 else upstream[0]
+        given = [u.copy() for u in upstream]
         dx, d_future = cell.backward(d_state)
+        out.mutated += [f"d_state[{k}] ({n}) given to backward at step {step + 1}"     # (the case's own inputs:
+                        for k, (n, u, g) in enumerate(zip(names, upstream, given))       # after the case)
+                        if not np.array_equal(u, g)]
         dxs.append(dx)
         if steps > 1 and config.get("record_steps"):    # the generator's run: what each call added
             for name in params:
@@ -333,6 +338,7 @@ class CaseResult:
     def __init__(self):
         self.record = Recorder()
         self.status, self.error, self.where, self.mutated, self.warnings = "ok", "", "", [], []
+        self.mutated_at = ""             # the statement that changed the first input changed in place
         self.layer = None                # a sequence case's layer: its BPTT lines are reported (places.find)
         self.trace = None
 
@@ -496,6 +502,45 @@ def describe_error(error):
 
 
 NUMPY_DEFAULT_ERRORS = {"divide": "warn", "over": "warn", "under": "ignore", "invalid": "warn"}
+LINE_EVENTS = 200_000            # the most line events _where_changed watches
+
+
+def _where_changed(mytorch, root, config, originals, name):
+    """The submission's statement after which the case's input ``name`` first differs from what the case gave
+    it ('mytorch/nn/recurrent.py:220: dY[t] *= 2'), found by running the case again on fresh copies under a line
+    tracer that compares that input after each statement of the submission's files; '' if it is not found
+    within LINE_EVENTS events (or the run differs this time)."""
+    inputs = {k: v.copy() for k, v in originals.items()}
+    watched, original, prefix = inputs[name], originals[name], os.path.realpath(root) + os.sep
+    state = {"last": None, "found": "", "events": 0}
+
+    def local(frame, event, arg):
+        if state["found"] or state["events"] > LINE_EVENTS:
+            return None
+        state["events"] += 1
+        if state["last"] is not None and not np.array_equal(watched, original):
+            file, line = state["last"]
+            text = linecache.getline(file, line).strip()
+            state["found"] = f"{os.path.relpath(file, root).replace(os.sep, '/')}:{line}: {text[:160]}"
+            return None
+        if event == "line":
+            state["last"] = (frame.f_code.co_filename, frame.f_lineno)
+        return local
+
+    def call(frame, event, arg):
+        return local if os.path.realpath(frame.f_code.co_filename).startswith(prefix) else None
+    run = {"sequence": sequence_case, "ctc": ctc_case}.get(config["kind"], cell_case)
+    previous = sys.gettrace()
+    sys.settrace(call)
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            run(mytorch, config, inputs, CaseResult())
+    except BaseException:                              # the first run said what it raised
+        pass
+    finally:
+        sys.settrace(previous)
+    return state["found"]
 
 
 def run_case(mytorch, root, config, inputs, tracing=None):
@@ -525,6 +570,9 @@ def run_case(mytorch, root, config, inputs, tracing=None):
     for name, value in originals.items():
         if not np.array_equal(inputs[name], value):
             result.mutated.append(f"input {name}")
+    changed = [m[len("input "):] for m in result.mutated if m.startswith("input ")]
+    if changed and trace is None:
+        result.mutated_at = _where_changed(mytorch, root, config, originals, changed[0])
     result.places = places.find(result.layer, root) if result.layer is not None else {}
     if trace is not None:
         try:
@@ -561,7 +609,8 @@ def run(mytorch, root, configs, inputs_list, tracing=None):
         for name, value in result.record.arrays.items():
             arrays[f"{k}:{name}"] = value
         report.append({"status": result.status, "error": result.error, "where": result.where,
-                       "types": result.record.types, "mutated": result.mutated, "warnings": result.warnings,
+                       "types": result.record.types, "mutated": result.mutated, "mutated_at": result.mutated_at,
+                       "warnings": result.warnings,
                        "places": result.places})
         if result.trace is not None:                    # see tracing.Tracer.pack
             report[-1]["trace"] = result.trace[0]
