@@ -11,6 +11,7 @@ import pytest
 
 from autograder.diagnosis import calls, diagnose, traces, tracing, wording
 from autograder.parts import data, driver
+from tests import mutants
 from tests.graderkit import REPO
 
 X = np.arange(6.0).reshape(3, 2)
@@ -129,25 +130,26 @@ def test_the_tracer_keeps_a_calls_arguments_but_not_those_of_a_function_the_hand
 # ---- on the solution, with one realistic mistake each
 
 def _traced(tmp_path, part, k, old, new):
-    """(reference trace, student trace) of case k of ``part`` with ``old`` replaced by ``new`` in the solution."""
+    """(reference trace, student trace, config, the case's status) of case k of ``part`` with ``old`` replaced
+    by ``new`` in the solution: run in a forked child, which imports the edited copy (this process keeps its
+    own mytorch)."""
     shutil.copytree(os.path.join(REPO, "mytorch"), tmp_path / "mytorch")
     files = [p for p in (tmp_path / "mytorch" / "nn").glob("*.py") if old in p.read_text()]
     assert len(files) == 1
     files[0].write_text(files[0].read_text().replace(old, new, 1))
-    for name in [n for n in sys.modules if n == "mytorch" or n.startswith("mytorch.")]:
-        del sys.modules[name]
-    sys.path.insert(0, str(tmp_path))
-    try:
-        import mytorch
-        part_data = data.load_part(part)
-        result = driver.run_case(mytorch, str(tmp_path), dict(part_data.configs[k], trace=True),
-                                 {n: v.copy() for n, v in part_data.inputs[k].items()}, tracing)
-    finally:
-        sys.path.remove(str(tmp_path))
+    part_data = data.load_part(part)
+
+    def run():
         for name in [n for n in sys.modules if n == "mytorch" or n.startswith("mytorch.")]:
             del sys.modules[name]
-    student = traces.parse(json.loads(json.dumps(result.trace[0])), result.trace[1])
-    return diagnose.reference_trace(part_data, k), student, part_data.configs[k], result
+        sys.path.insert(0, str(tmp_path))
+        import mytorch
+        result = driver.run_case(mytorch, str(tmp_path), dict(part_data.configs[k], trace=True),
+                                 {n: v.copy() for n, v in part_data.inputs[k].items()}, tracing)
+        return [result.trace[0], result.trace[1].tolist(), result.status]
+    meta, flat, status = mutants._forked(run, 60)
+    student = traces.parse(json.loads(json.dumps(meta)), np.array(flat, dtype=np.float64))
+    return diagnose.reference_trace(part_data, k), student, part_data.configs[k], status
 
 
 def test_starting_the_reverse_direction_from_another_cells_state_is_the_callers_argument(tmp_path):
@@ -164,9 +166,9 @@ def test_starting_the_reverse_direction_from_another_cells_state_is_the_callers_
 def test_a_case_that_raised_is_told_the_value_its_code_computed_wrong_before_the_error(tmp_path):
     """The directions' outputs put side by side on the batch axis: the layer's own backward refuses dY later;
     the value first wrong is the concatenation, at its line."""
-    reference, student, config, result = _traced(
+    reference, student, config, status = _traced(
         tmp_path, "6.1", 2, "inp = np.concatenate(outputs, axis=2)", "inp = np.concatenate(outputs, axis=1)")
-    assert result.status == "error"
+    assert status == "error"
     lines = wording.explain(reference, student, config)
     assert wording.names_a_value(lines)
     lines = "\n".join(lines).splitlines()
