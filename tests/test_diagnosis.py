@@ -658,7 +658,7 @@ def test_a_layer_whose_forward_outputs_matched_is_diagnosed_in_its_backward():
                                _record("d", a * b + 1, line=7, frame=3, function="Layer.backward")])
     assert traces.forward_records(reference) == {0, 1}
     assert "`final`" in wording.explain(reference, student)[0]
-    assert wording.explain(reference, student, forward_right=True)[0] == "Where your values first go wrong: `d`"
+    assert wording.explain(reference, student, wording.Case(forward_right=True))[0] == "Where your values first go wrong: `d`"
 
 
 def test_one_element_of_a_returned_tuple_vouches_for_no_other():
@@ -1144,7 +1144,7 @@ def test_a_forged_trace_loses_its_diagnosis_at_the_deadline_not_the_grade():
     part_data, reference, forged, _ = _forged_against_ctc_loss()
     start = time.monotonic()
     with pytest.raises(TimeoutError):
-        wording.explain(reference, forged, part_data.configs[3], deadline=time.monotonic() + 0.3)
+        wording.explain(reference, forged, wording.Case(part_data.configs[3]), deadline=time.monotonic() + 0.3)
     assert time.monotonic() - start < 2.0
     assert 0 < diagnose.DIAGNOSIS_SECONDS <= 5
 

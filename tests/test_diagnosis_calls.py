@@ -156,7 +156,7 @@ def test_starting_the_reverse_direction_from_another_cells_state_is_the_callers_
     reference, student, config, _ = _traced(
         tmp_path, "6.1", 2, "self._run_direction(self.cells[k], inp, starts[k],",
         "self._run_direction(self.cells[k], inp, starts[layer],")
-    lines = wording.explain(reference, student, config)
+    lines = wording.explain(reference, student, wording.Case(config))
     assert lines[0].startswith("Where your values first go wrong: `state0` passed to Recurrent._run_direction")
     assert "your line passes `starts[layer]` as `state0` to Recurrent._run_direction at mytorch/nn/recurrent.py:123 " \
            "(when layer = 0, direction = 1):" in "\n".join(lines)
@@ -169,7 +169,7 @@ def test_a_case_that_raised_is_told_the_value_its_code_computed_wrong_before_the
     reference, student, config, status = _traced(
         tmp_path, "6.1", 2, "inp = np.concatenate(outputs, axis=2)", "inp = np.concatenate(outputs, axis=1)")
     assert status == "error"
-    lines = wording.explain(reference, student, config)
+    lines = wording.explain(reference, student, wording.Case(config))
     assert wording.names_a_value(lines)
     lines = "\n".join(lines).splitlines()
     assert lines[2:5] == ["  your `inp` at mytorch/nn/recurrent.py:125 (when layer = 0):",

@@ -94,9 +94,10 @@ def diagnose_case(part_data, k, child, wrong=(), budget=None):
         forward_right = "Y" in part_data.expected[k] and wrong is not None and not any(
             label.startswith(("Y", "state_T")) for label, _, _ in wrong)
         extended = part_data.inputs[k].get("extended_symbols")          # a CTC case's lattice, to name its states
-        lines = wording.explain(reference, traced[0], part_data.configs[k],
-                                differences.gate_blocks(wrong or (), part_data.configs[k]), forward_right, deadline,
-                                extended if extended is not None and extended.ndim == 1 else None)
+        case = wording.Case(part_data.configs[k], part_data.inputs[k],
+                            differences.gate_blocks(wrong or (), part_data.configs[k]), forward_right,
+                            extended if extended is not None and extended.ndim == 1 else None)
+        lines = wording.explain(reference, traced[0], case, deadline)
         return lines if wrong is not None or wording.names_a_value(lines) else []
     except Exception:                   # the diagnosis is a courtesy: it never costs the grade or the run
         return []

@@ -152,12 +152,25 @@ def _called_from(trace, record, levels=2, across_files=False, until_own=False):
     return lines
 
 
-def explain(reference, student, config=None, wrong_outputs=(), forward_right=False, deadline=None, lattice=None):
-    """The diagnosis as a few lines of text, from two ``traces.Trace``s, or [] when there is nothing to say;
-    ``forward_right``: the forward's own graded outputs matched (a layer whose backward alone differs), so no
-    value of a forward call is the first wrong one. ``deadline``: as for ``matching.first_wrong``. ``lattice``: a CTC
-    case's extended symbols, which name a lattice state where a value over them first differs."""
-    settled = traces.forward_records(reference) if forward_right else frozenset()
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """What a diagnosis knows of its case besides the two traces: its ``config`` and ``inputs`` (the arrays the
+    driver gave it, whose parameters a hint may name), ``wrong_outputs`` (the gate blocks the wrong outputs are
+    confined to, for the fallback), ``forward_right`` (the forward's own graded outputs matched: a layer whose
+    backward alone differs, so no value of a forward call is the first wrong one) and ``lattice`` (a CTC case's
+    extended symbols, which name a lattice state where a value over them first differs)."""
+    config: dict = None
+    inputs: dict = None
+    wrong_outputs: tuple = ()
+    forward_right: bool = False
+    lattice: np.ndarray = None
+
+
+def explain(reference, student, case=Case(), deadline=None):
+    """The diagnosis of ``case`` (a ``Case``) as a few lines of text, from two ``traces.Trace``s, or [] when
+    there is nothing to say. ``deadline``: as for ``matching.first_wrong``."""
+    config, wrong_outputs, lattice = case.config, case.wrong_outputs, case.lattice
+    settled = traces.forward_records(reference) if case.forward_right else frozenset()
     finding = matching.first_wrong(reference.records, student.records, not reference.lost, not student.lost, settled,
                           deadline)
     symbols = (config or {}).get("symbol_set")
@@ -215,8 +228,8 @@ def explain(reference, student, config=None, wrong_outputs=(), forward_right=Fal
         if calls.argument(s.name):
             lines += calls.instead(s.value, q, ref, finding.wrong)
         lines += _elsewhere_in_the_loop(s, q)
-        if not kind and other is None:
-            lines += differences.algebra(s.value, q, ref) if floats else []
+        if not kind and other is None and not calls.argument(s.name):      # (an argument: said by calls.instead)
+            lines += differences.hints(s, q, finding, ref, mine, case.inputs)
         lines += _never_updated(finding, ref, student, s)
         if handout_function(s.file, s.function):
             lines += _called_from(student, s, levels=3, across_files=True, until_own=True)
