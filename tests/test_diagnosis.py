@@ -796,12 +796,16 @@ def test_a_missing_or_extra_term_or_factor_is_named_from_the_reference_algebra()
     ones = [_record("da", a), _record("r", np.ones((2, 3)), line=2), _record("dg", a, [0, 1], line=3)]
     assert differences.algebra(a * 3, ones[2], ones) == []
     logs = [_record("la", np.log(b)), _record("gamma", b / 3, [0], line=2)]   # log space and back
-    assert differences.algebra(np.log(b / 3), logs[1], logs) == [
+    assert differences._log_or_exp(np.log(b / 3), logs[1].value) == [
         "    Hint: your value is the log of the reference's: a log-probability where a probability belongs (np.exp it)"]
-    assert differences.algebra(b / 3, traces.Record(**{**logs[1].__dict__, "value": np.log(b / 3)}), logs) == [
+    assert differences._log_or_exp(b / 3, np.log(b / 3)) == [
         "    Hint: your value is the exp of the reference's: a probability where a log-probability belongs (np.log it, "
         "or stay in log space)"]
-    assert differences.algebra(np.log(b / 3) + 0.1, logs[1], logs) == []
+    assert differences._log_or_exp(np.log(b / 3) + 0.1, logs[1].value) == []
+    with_zero = np.array([[0.0, 0.25], [0.5, 0.125]])                  # log 0 = −∞ entries included
+    with np.errstate(divide="ignore"):
+        assert differences._log_or_exp(np.log(with_zero), with_zero)[0].startswith("    Hint: your value is the log")
+    assert differences._log_or_exp(np.zeros(3), np.ones(3)) == []       # a constant: log 1 = 0 proves nothing
 
 
 def test_a_carried_value_the_loop_never_updates_is_said_to_be():

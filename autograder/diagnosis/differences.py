@@ -99,13 +99,6 @@ def algebra(got, q, reference, inputs=None):
                     said = f"your value divided by {name} is the reference's: the line has that factor once too often"
         if said:
             return [f"    Hint: {said}"]
-    with np.errstate(all="ignore"):                  # a log-space value and its probability taken one for the other
-        if (expected > 0).all() and matching.close(got, np.log(expected)):
-            return ["    Hint: your value is the log of the reference's: a log-probability where a probability "
-                    "belongs (np.exp it)"]
-        if matching.close(got, np.exp(expected)) and not matching.close(expected, np.exp(expected)):
-            return ["    Hint: your value is the exp of the reference's: a probability where a log-probability "
-                    "belongs (np.log it, or stay in log space)"]
     return []
 
 
@@ -133,7 +126,8 @@ def hints(s, q, finding, reference, student, inputs=None):
         return []
     named = {name.rpartition("/")[2]: value for name, value in (inputs or {}).items()
              if isinstance(value, np.ndarray) and value.dtype.kind == "f" and name.startswith(("param/", "x"))}
-    for found in (algebra(s.value, q, reference, named), _next_iteration(s.value, q, reference),
+    for found in (algebra(s.value, q, reference, named), _log_or_exp(s.value, q.value),
+                  _next_iteration(s.value, q, reference),
                   _shifted(s.value, q.value), _reversed(s.value, q.value), _other_axis(s.value, q, reference, named),
                   _bias(s.value, q.value), _sibling(s, q, finding, reference, student)):
         if found:
@@ -150,6 +144,21 @@ def _telling(value):
     -inf would match many things)."""
     finite = value[np.isfinite(value)]
     return finite.size >= 2 and np.ptp(finite) > ATOL
+
+
+def _log_or_exp(got, expected):
+    """The student's value is the log of the reference's (a log-probability where a probability belongs) or its
+    exp (the reverse), entry by entry, log 0 = −∞ included; not of a value equal to its own log or exp."""
+    if got.shape != expected.shape or not _telling(expected):
+        return []
+    with np.errstate(all="ignore"):
+        if (expected >= 0).all() and matching.close(got, np.log(expected)):
+            return _said("your value is the log of the reference's: a log-probability where a probability "
+                         "belongs (np.exp it)")
+        if matching.close(got, np.exp(expected)) and not matching.close(expected, np.exp(expected)):
+            return _said("your value is the exp of the reference's: a probability where a log-probability "
+                         "belongs (np.log it, or stay in log space)")
+    return []
 
 
 def _next_iteration(got, q, reference):
