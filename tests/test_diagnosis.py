@@ -1086,28 +1086,31 @@ def test_generic_mutants_are_traced_to_their_line_and_quantity(tmp_path):
 
 @pytest.mark.mutants
 @pytest.mark.slow
-def test_fresh_realistic_mistakes_are_traced_to_their_line_and_quantity(tmp_path):
-    """The mistakes of tests/fresh_mistakes.py, written by someone who had not read the grader's catalogue, graded
-    as the generic mutants are. Every one loses points (one whose run outlasts the harness's alarm is not
-    counted); the rates per area are printed, and at least 60% of them overall name the line (±1) and 60% the
-    quantity (the generic mutants' targets are the bar to reach)."""
-    every = mutants.fresh()
-    assert len(every) >= 20
+@pytest.mark.parametrize("name, line, quantity", [("fresh", 0.8, 0.75), ("third", 0.9, 0.8)])
+def test_fresh_realistic_mistakes_are_traced_to_their_line_and_quantity(tmp_path, name, line, quantity):
+    """The mistakes of tests/fresh_mistakes.py and tests/fresh_mistakes_third.py, each set written by someone who
+    had not read the grader's catalogue, graded as the generic mutants are. Every one loses points (one whose
+    run outlasts the harness's alarm is not counted); the rates per area are printed, and overall the report
+    names the line (±1) and the quantity at least as often as the set's bar (what this version reaches, less a
+    margin: 83% and 79% on the first set, 93% and 86% on the third)."""
+    from tests.fresh_mistakes_third import FRESH_THIRD
+    every = mutants.fresh() if name == "fresh" else mutants.fresh(FRESH_THIRD)
+    assert len(every) >= 40
     (tmp_path / "in.json").write_text(json.dumps([list(m) for m in every]))
     subprocess.run([sys.executable, "-m", "tests.mutants", str(tmp_path / "in.json"), str(tmp_path / "out.json")],
                    cwd=REPO, env=dict(os.environ, PYTHONPATH="", OPENBLAS_NUM_THREADS="1"), timeout=900, check=True)
     graded = [(mutants.Mutant(*m), lost, text) for m, lost, text in json.loads((tmp_path / "out.json").read_text())]
     assert all(lost is None or lost > 0 for _, lost, _ in graded), [m.line for m, lost, _ in graded if lost == 0]
     losing = [(m, text) for m, lost, text in graded if lost]
-    print(f"\n{len(every)} fresh mistakes; {len(losing)} graded here")
+    print(f"\n{len(every)} {name} mistakes; {len(losing)} graded here")
     for area, files in AREAS.items():
         mine = [(m, text) for m, text in losing if m.file.split("mytorch/", 1)[-1] in files]
         if mine:
             print(f"  {area}: {len(mine)}; line {sum(mutants.names_line(t, m) for m, t in mine) / len(mine):.1%}"
                   f", quantity {sum(mutants.names_quantity(t, m) for m, t in mine) / len(mine):.1%}")
     print("not located:", ", ".join(f"{m.file}:{m.line}" for m, text in losing if not mutants.names_line(text, m)))
-    assert sum(mutants.names_line(t, m) for m, t in losing) >= 0.6 * len(losing)
-    assert sum(mutants.names_quantity(t, m) for m, t in losing) >= 0.6 * len(losing)
+    assert sum(mutants.names_line(t, m) for m, t in losing) >= line * len(losing)
+    assert sum(mutants.names_quantity(t, m) for m, t in losing) >= quantity * len(losing)
 
 
 AREAS = {"cells": {"nn/rnn_cell.py", "nn/gru_cell.py", "nn/gru_block_cell.py", "nn/gmu_cell.py", "nn/tgru_cell.py",
