@@ -8,6 +8,7 @@ plain data a child sent (untrusted and bounded), except ``tracing``, which the c
     traces     a trace as the grading process holds it: the child's records, checked whole
     matching   the student's trace against the reference's: the first wrong quantity
     differences  the kind of difference between a student's value and the reference's, when proved
+    calls      a call's arguments as quantities: which call, the student's expression, what it equals
     wording    the diagnosis in words, at the student's line and in their names
     diagnose   running a diagnosis: the traced child, the reference trace, the time it may take
     places     where in a student's sequence layer a recognised BPTT mistake lives
