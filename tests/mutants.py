@@ -253,7 +253,8 @@ def grade_mutant(mutant, part_data, part, root, pycs=None, outputs=None):
             student = traces.parse(json.loads(json.dumps(result.trace[0])), result.trace[1])   # as sent
             reference = diagnose.reference_trace(part_data, k)
             lines = wording.explain(reference, student, wording.Case(
-                part_data.configs[k], part_data.inputs[k], differences.gate_blocks(wrong or (), part_data.configs[k])))
+                part_data.configs[k], part_data.inputs[k], differences.gate_blocks(wrong or (), part_data.configs[k]),
+                raised=wrong is None))
             return lines if wrong is not None or wording.names_a_value(lines) else []
         score, status, text, _ = feedback.judge_part(part, part_data, outcome, diagnose=where_it_goes_wrong)
     except BaseException as error:                    # a mutant that hangs or breaks the run: not counted

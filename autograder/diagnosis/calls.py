@@ -64,14 +64,16 @@ def shown(record, when):
 
 def instead(value, q, reference, wrong):
     """'    it equals the reference's `X`, where the reference passes its `inp`': the first value of the reference
-    (computed before the wrong one; not an argument itself) that the student's argument equals, and the last
-    one of the calling function that the reference's argument equals (what its variable holds at the call); []
-    when the student's equals none. Constant values (zeros equal many things) are matched with nothing."""
+    (computed before the wrong one; not an argument itself) that the student's argument equals, and what the
+    reference's argument is: the value its calling statement reads that equals it, else the last value of the
+    calling function that does (what a variable holds at the call); [] when the student's equals none.
+    Constant values (zeros equal many things) are matched with nothing."""
     earlier = [r for r in reference[:wrong] if argument(r.name) is None]
     mine = _equal(value, earlier)
     if mine is None:
         return []
-    theirs = _equal(q.value, [r for r in reversed(earlier) if r.function == q.function]) or _equal(q.value, earlier)
+    read = [reference[p] for p in q.reads if argument(reference[p].name) is None]
+    theirs = _equal(q.value, read) or _equal(q.value, [r for r in reversed(earlier) if r.function == q.function])
     where = f", where the reference passes its {_named(theirs, q)}" if theirs is not None \
         and theirs.name != mine.name else ""
     return [f"    it equals the reference's {_named(mine, q)}{where}"]

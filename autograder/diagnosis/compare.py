@@ -213,9 +213,9 @@ TRANSPOSE_WEIGHT = WEIGHTS_STORED + ". Check the .T on {operand} in this line"
 MATMUL_EITHER = ("the inner sizes of `@` must agree, (N, k) @ (k, M): either one side needs a transpose "
                  "(weights are stored (out, in): x @ W.T), or the equation means an elementwise product, `*`")
 LAYER_ORDER = places.LAYER_ORDER
-TRANSPOSED_RETURN = ("the two arrays here have each other's shape transposed: one was made with its axes swapped "
-                     "(a matrix product in the wrong order, (da @ W).T for da @ W, or a .T too many); check the "
-                     "products that make them")
+TRANSPOSED_RETURN = ("the two arrays here have each other's shape transposed: check the products that make them "
+                     "(a matrix product in the wrong order, (da @ W).T for da @ W; a .T too many; or `*` where `@` "
+                     "belongs)")
 WEIGHT_GRAD_MATMUL = ("a weight's gradient sums over the batch: da.T @ x is (H, N) @ (N, I), the weight's own "
                       "shape (out, in); check the order of the operands and the .T in this line")
 WEIGHT_GRAD_OPERANDS = ("a weight's gradient is da.T @ (what the weight multiplied in forward): x for the term "

@@ -96,7 +96,7 @@ def diagnose_case(part_data, k, child, wrong=(), budget=None):
         extended = part_data.inputs[k].get("extended_symbols")          # a CTC case's lattice, to name its states
         case = wording.Case(part_data.configs[k], part_data.inputs[k],
                             differences.gate_blocks(wrong or (), part_data.configs[k]), forward_right,
-                            extended if extended is not None and extended.ndim == 1 else None)
+                            extended if extended is not None and extended.ndim == 1 else None, wrong is None)
         lines = wording.explain(reference, traced[0], case, deadline)
         return lines if wrong is not None or wording.names_a_value(lines) else []
     except Exception:                   # the diagnosis is a courtesy: it never costs the grade or the run

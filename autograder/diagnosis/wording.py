@@ -157,13 +157,15 @@ class Case:
     """What a diagnosis knows of its case besides the two traces: its ``config`` and ``inputs`` (the arrays the
     driver gave it, whose parameters a hint may name), ``wrong_outputs`` (the gate blocks the wrong outputs are
     confined to, for the fallback), ``forward_right`` (the forward's own graded outputs matched: a layer whose
-    backward alone differs, so no value of a forward call is the first wrong one) and ``lattice`` (a CTC case's
-    extended symbols, which name a lattice state where a value over them first differs)."""
+    backward alone differs, so no value of a forward call is the first wrong one), ``lattice`` (a CTC case's
+    extended symbols, which name a lattice state where a value over them first differs) and ``raised`` (the
+    student's run raised: a loop that stopped early stopped there, and is not said to make fewer iterations)."""
     config: dict = None
     inputs: dict = None
     wrong_outputs: tuple = ()
     forward_right: bool = False
     lattice: np.ndarray = None
+    raised: bool = False              # the student's run of the case raised: its loops were cut short by it
 
 
 def explain(reference, student, case=Case(), deadline=None):
@@ -230,7 +232,7 @@ def explain(reference, student, case=Case(), deadline=None):
         lines += _elsewhere_in_the_loop(s, q)
         if not kind and other is None and not calls.argument(s.name):      # (an argument: said by calls.instead)
             lines += differences.hints(s, q, finding, ref, mine, case.inputs)
-        lines += _never_updated(finding, ref, student, s)
+        lines += _never_updated(finding, ref, student, s) if not case.raised else []
         if handout_function(s.file, s.function):
             lines += _called_from(student, s, levels=3, across_files=True, until_own=True)
         elif not q.reads and not s.reads and s.frame in student.callers and _reads_given(s.text) \
@@ -257,7 +259,7 @@ def explain(reference, student, case=Case(), deadline=None):
             readers = [ref[i].name for i in range(finding.wrong + 1, len(ref)) if finding.wrong in ref[i].reads]
             lines += [] if never else ["  no value of yours has its shape (an inline expression?)" +
                                        (f"; it is read by {_names(readers)}" if readers else "")]
-            lines += [line[2:] for line in _never_updated(finding, ref, student)]
+            lines += [line[2:] for line in _never_updated(finding, ref, student)] if not case.raised else []
             lines += [f"  {o}" for o in wrong_outputs[:2]]
     if student.lost:
         lines.append(f"  (the trace of your code stopped early: {student.lost})")
@@ -272,7 +274,8 @@ def _elsewhere_in_the_loop(s, q):
     other = [n for n in theirs if n in mine and mine[n] != theirs[n]]
     if not other:
         return []
-    loop = f" at {s.file}:{s.loop}" if s.loop else ""
+    innermost = s.at[-1][0] if s.at else None          # the loop at s.loop binds the last of them
+    loop = f" at {s.file}:{s.loop}" if s.loop and other == [innermost] else f" over `{other[0]}`"
     return [f"    at this point the reference is at {', '.join(f'{n} = {theirs[n]}' for n in other)}, you at "
             f"{', '.join(f'{n} = {mine[n]}' for n in other)}: check the order and range of your loop{loop}"]
 
@@ -460,12 +463,16 @@ def _reads_given(text):
                for value in values if value is not None for node in ast.walk(value))
 
 
+ALLOCATED = re.compile(r"\bn(umpy|p)\.(zeros|empty|full|ones)(_like)?\(")
+
+
 def _in_place(reference, student, before):
     """For the first write, before the student's index ``before``, into an array the student's call did not
     make: one the reference makes in that function and never writes into there (``h[...] = …`` in a forward,
     over the ``h`` its cache keeps), or one the student's own ``la = ly`` made another name of (``la[…] = …``
     writes into ``ly``, which the caller reads again). Where, and that changing it in place changes it wherever
-    it is kept. [] if there is none."""
+    it is kept. [] if there is none, or the array is one the student's call allocated itself (``np.zeros``: the
+    reference may write into its own with an index the trace cannot read)."""
     made, written = set(), set()
     for r in reference:
         made.add((r.function, matching.base_name(r.name)))
@@ -482,7 +489,9 @@ def _in_place(reference, student, before):
         if alias:
             return [_shown(s), f"    `{container}` is `{alias}` itself (`{container} = {alias}` makes no copy): "
                                f"writing into it changes `{alias}` too, wherever it is read again"]
-        if (s.function, container) in made and (s.function, container) not in written:
+        own = any(r.frame == s.frame and r.name == container and ALLOCATED.search(r.text)   # a buffer it made
+                  for r in student[:max(before, 0)])
+        if (s.function, container) in made and (s.function, container) not in written and not own:
             return [_shown(s), f"    the reference never writes into `{container}` in {s.function}: writing into it "
                                "in place changes it wherever it is kept too (a cache, the caller's array)"]
     return []
