@@ -499,6 +499,8 @@ def test_the_layer_order_hint_of_an_error_needs_a_layer_loop_that_walks_up(loop,
 
 GAMMA_LINE = "            gamma = np.exp(core.log_posterior(core.log_alpha(ly, skip), core.log_beta(ly, skip, final)))\n"
 PREPARE = "        cache, (dh_t, dc_t) = self._prepare_backward(d_state)\n"
+D_FINALS = ("        d_finals = [self._zeros_for_none(cell, parts, record.batch) for cell, parts in zip(self.cells, "
+            "given)]\n")
 
 
 @pytest.mark.parametrize("part, path, old, new, said", [
@@ -510,6 +512,9 @@ PREPARE = "        cache, (dh_t, dc_t) = self._prepare_backward(d_state)\n"
     ("7.2", "nn/lstm_cell.py", PREPARE,
      "        d_state[1][...] += 1e-3; cache, (dh_t, dc_t) = self._prepare_backward((d_state[0], d_state[1] - 1e-3))\n",
      "modified d_state[1] (c) given to backward at step 1"),
+    # a sequence layer's backward that changes the d_state_T it was given (the driver stacks it for the call)
+    ("6.1", "nn/recurrent.py", D_FINALS, "        d_state_T[...] += 1e-3; " + D_FINALS.lstrip(),
+     "modified d_state_T given to backward in place"),
 ])
 def test_an_argument_changed_in_place_loses_the_case_with_the_line_that_changed_it(tmp_path, part, path, old, new,
                                                                                    said):

@@ -205,7 +205,12 @@ def sequence_case(mytorch, config, inputs, out):
     Y, state_T = layer.forward(inputs["X"], _layer_state(inputs, "state0", entries, len(names), form), **lengths)
     out.record.put("Y", Y)
     _put_layer_state(out, "state_T", names, state_T, entries, form)
-    dX, d_state0 = layer.backward(inputs["dY"], _layer_state(inputs, "d_state_T", entries, len(names), form))
+    d_state_T = _layer_state(inputs, "d_state_T", entries, len(names), form)
+    given = _arrays_of(d_state_T)
+    copies = [a.copy() for a in given]
+    dX, d_state0 = layer.backward(inputs["dY"], d_state_T)
+    if any(not np.array_equal(a, c) for a, c in zip(given, copies)):        # made here: the case's inputs are
+        out.mutated.append("d_state_T given to backward")                     # checked after the case
     out.record.put("dX", dX)
     if "state0/0/0" in inputs:
         _put_layer_state(out, "d_state0", names, d_state0, entries, form)
@@ -318,6 +323,15 @@ def ctc_case(mytorch, config, inputs, out):
             if type(key) is str and len(key) <= inputs["y_probs"].shape[1] and set(key) <= set(symbols) \
                     and len(out.record.arrays) < 5000:
                 put(f"log_merged_path_scores/{key or '(empty)'}", _as_log(score))
+
+
+def _arrays_of(value):
+    """The arrays in a state the driver built: an array, or nested tuples and lists of them (per layer, per part)."""
+    if isinstance(value, np.ndarray):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [a for v in value for a in _arrays_of(v)]
+    return []
 
 
 def _prefix_beam(decode, symbols, beam_width, y_probs):
